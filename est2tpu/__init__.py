@@ -1,0 +1,5 @@
+"""est2tpu: migrate TensorFlow Estimator code to Cloud TPU."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
