@@ -1,0 +1,316 @@
+"""Find the files to migrate: walk directories, honour .gitignore and excludes, stay in the tree."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_EXCLUDED_DIRS", "IgnorePattern", "discover", "parse_ignore_lines"]
+
+SUFFIXES = (".py", ".ipynb")
+
+#: Directory names never walked into (they hold other people's code or build output).
+DEFAULT_EXCLUDED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "site-packages",
+        "build",
+        "dist",
+        "node_modules",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".eggs",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
+
+
+@dataclass(frozen=True)
+class IgnorePattern:
+    """One compiled gitignore line, matched against paths relative to ``base``."""
+
+    base: Path
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        """Whether the posix path ``rel`` (relative to ``base``) matches this line."""
+        if self.dir_only and not is_dir:
+            return False
+        return self.regex.match(rel) is not None
+
+
+def _translate(pattern: str) -> str:
+    """Translate a gitignore glob (without anchoring) into a regex body."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i) and (i == 0 or pattern[i - 1] == "/"):
+                rest = pattern[i + 2 : i + 3]
+                if rest == "/":  # "**/" : zero or more directories
+                    out.append("(?:.*/)?")
+                    i += 3
+                    continue
+                if rest == "":  # trailing "**": everything below
+                    out.append(".*")
+                    i += 2
+                    continue
+            # Any other run of stars behaves like one "*" (git does the same).
+            while i < n and pattern[i] == "*":
+                i += 1
+            out.append("[^/]*")
+            continue
+        if c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = i + 1
+            if j < n and pattern[j] in "!^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:  # no closing bracket: a literal "["
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _compile_line(line: str, base: Path) -> IgnorePattern | None:
+    line = line.rstrip("\n").rstrip("\r")
+    # Trailing spaces are ignored unless escaped with a backslash.
+    stripped = line.rstrip(" ")
+    if stripped.endswith("\\") and len(stripped) < len(line):
+        stripped += " "
+    line = stripped
+    if not line or line.startswith("#"):
+        return None
+    negate = line.startswith("!")
+    # "!x" negates; a backslash escapes a literal "!" or "#": either way one character goes.
+    if negate or line.startswith(("\\!", "\\#")):
+        line = line[1:]
+    dir_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    # A slash anywhere but at the end anchors the pattern to the .gitignore's directory.
+    anchored = "/" in line
+    line = line.lstrip("/")
+    prefix = "" if anchored else "(?:.*/)?"
+    try:
+        regex = re.compile(f"^{prefix}{_translate(line)}$", re.DOTALL)
+    except re.error:
+        return None  # git silently ignores lines it cannot use; so do we
+    return IgnorePattern(base=base, regex=regex, negate=negate, dir_only=dir_only)
+
+
+def parse_ignore_lines(lines: Iterable[str], base: Path) -> list[IgnorePattern]:
+    """Compile gitignore-syntax ``lines`` whose paths are relative to ``base``."""
+    return [p for p in (_compile_line(line, base) for line in lines) if p is not None]
+
+
+def _read_ignore_file(path: Path, base: Path) -> list[IgnorePattern]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []  # an unreadable .gitignore is not worth failing the run for
+    return parse_ignore_lines(text.splitlines(), base)
+
+
+def _is_ignored(path: Path, is_dir: bool, patterns: Sequence[IgnorePattern]) -> bool:
+    """Last matching pattern wins; patterns are ordered outermost file first."""
+    ignored = False
+    for pat in patterns:
+        try:
+            rel = path.relative_to(pat.base).as_posix()
+        except ValueError:
+            continue
+        if pat.matches(rel, is_dir):
+            ignored = not pat.negate
+    return ignored
+
+
+def _find_git_root(start: Path) -> Path | None:
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def _inherited_patterns(root: Path) -> list[IgnorePattern]:
+    """Patterns from .gitignore files in ``root``'s parents, up to the git root."""
+    git_root = _find_git_root(root)
+    if git_root is None:
+        return []
+    chain = [root, *root.parents]
+    chain = chain[: chain.index(git_root) + 1]
+    patterns = _read_ignore_file(git_root / ".git" / "info" / "exclude", git_root)
+    for d in reversed(chain[1:]):  # outermost first; root's own file is read by the walk
+        patterns += _read_ignore_file(d / ".gitignore", d)
+    return patterns
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _is_venv(path: Path) -> bool:
+    return (path / "pyvenv.cfg").is_file()
+
+
+@dataclass
+class _Walk:
+    """State of one walk under one root given on the command line.
+
+    The walk works on absolute (not resolved) paths so that .gitignore files above the
+    current directory apply; results are yielded in the user's own spelling.
+    """
+
+    given: Path  # as the user spelled it
+    root: Path  # absolute, symlinks not resolved
+    real_root: str
+    excludes: list[IgnorePattern]
+    cwd_excludes: list[IgnorePattern]
+    found: list[Path | tuple[Path, str]]
+    links: list[tuple[Path, str]]  # symlinked files inside the tree: (link, real target)
+
+    def spelled(self, path: Path) -> Path:
+        return self.given / path.relative_to(self.root)
+
+    def excluded(self, path: Path, is_dir: bool) -> bool:
+        return _is_ignored(path, is_dir, self.excludes) or _is_ignored(
+            path, is_dir, self.cwd_excludes
+        )
+
+    def walk(self, directory: Path, patterns: list[IgnorePattern]) -> None:
+        own = directory / ".gitignore"
+        if own.is_file():
+            patterns = patterns + _read_ignore_file(own, directory)
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            reason = f"cannot read directory: {exc.strerror or exc}"
+            self.found.append((self.spelled(directory), reason))
+            return
+        for entry in entries:
+            path = directory / entry.name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as exc:
+                self.found.append((self.spelled(path), f"cannot stat: {exc.strerror or exc}"))
+                continue
+            if is_dir:
+                if entry.name in DEFAULT_EXCLUDED_DIRS or _is_venv(path):
+                    continue
+                if _is_ignored(path, True, patterns) or self.excluded(path, True):
+                    continue
+                self.walk(path, patterns)
+                continue
+            if not entry.name.endswith(SUFFIXES):
+                continue
+            if _is_ignored(path, False, patterns) or self.excluded(path, False):
+                continue
+            if is_link:
+                self._link(path)
+            else:
+                self.found.append(self.spelled(path))
+
+    def _link(self, path: Path) -> None:
+        # Symlinked directories are never entered (their contents inside the tree are found
+        # through their real path; outside it they are none of our business), so only
+        # symlinked files get here.
+        target = os.path.realpath(path)
+        if not os.path.exists(target):
+            self.found.append((self.spelled(path), "broken symlink"))
+        elif os.path.isdir(target):
+            return
+        elif not _is_within(target, self.real_root):
+            reason = f"symlink points outside the tree ({target})"
+            self.found.append((self.spelled(path), reason))
+        else:
+            self.links.append((self.spelled(path), target))
+
+
+def discover(
+    paths: Sequence[Path | str], *, exclude: Sequence[str] = ()
+) -> Iterator[Path | tuple[Path, str]]:
+    """Yield the files to migrate under ``paths``, in a deterministic (sorted) order.
+
+    Directories are walked for ``*.py`` and ``*.ipynb``; ``.gitignore`` files in the walked
+    directories and in their parents up to the git root are honoured, as are
+    :data:`DEFAULT_EXCLUDED_DIRS`, any directory holding a ``pyvenv.cfg``, and the
+    gitignore-style ``exclude`` patterns (matched relative to each walked root and to the
+    current directory). Symlinks are never followed out of the walked root, and no real
+    file is yielded twice.
+
+    A path given explicitly is always yielded, whatever the excludes say. A problem is
+    yielded as ``(path, one-line reason)``: a missing path, an unreadable directory, a
+    broken symlink, or a symlinked file pointing outside the tree.
+    """
+    seen: set[str] = set()
+    cwd_excludes = parse_ignore_lines(exclude, Path.cwd())
+    for raw in paths:
+        given = Path(raw)
+        if not os.path.exists(given):
+            reason = "broken symlink" if os.path.islink(given) else "no such file or directory"
+            yield (given, reason)
+            continue
+        if not given.is_dir():
+            real = os.path.realpath(given)
+            if real not in seen:
+                seen.add(real)
+                yield given
+            continue
+        root = given.absolute()
+        walk = _Walk(
+            given=given,
+            root=root,
+            real_root=os.path.realpath(given),
+            excludes=parse_ignore_lines(exclude, root),
+            cwd_excludes=cwd_excludes,
+            found=[],
+            links=[],
+        )
+        walk.walk(root, _inherited_patterns(root))
+        yield from _merge(walk, seen)
+
+
+def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
+    """Yield a walk's results in path order; a link is kept only if its target is not."""
+    regular = {os.path.realpath(p) for p in walk.found if isinstance(p, Path)}
+    items: list[Path | tuple[Path, str]] = list(walk.found)
+    items += [link for link, target in walk.links if target not in regular]
+    items.sort(key=lambda item: (item if isinstance(item, Path) else item[0]).parts)
+    for item in items:
+        if isinstance(item, Path):
+            real = os.path.realpath(item)
+            if real in seen:
+                continue
+            seen.add(real)
+        yield item
