@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Set up from nothing and run every test (`make test`, and what .ci/run runs).
+#
+# - .venv: the tool and its test dependencies (no TensorFlow).
+# - .venv-tf215: TensorFlow 2.15 for the tests that train migrated code, built by
+#   scripts/tf215-env.sh; when it exists those tests are required, not skipped.
+# Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+# Reinstall only when the project metadata changed since the last install.
+stamp=.venv/.est2tpu-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+
+if [ -f scripts/tf215-env.sh ]; then
+  bash scripts/tf215-env.sh
+fi
+if [ -x .venv-tf215/bin/python ]; then
+  export EST2TPU_TF215_PYTHON="$PWD/.venv-tf215/bin/python"
+  export EST2TPU_REQUIRE_TF=1
+fi
+
+rc=0
+.venv/bin/python -m pytest "$@" || rc=$?
+if [ "$rc" -eq 5 ]; then
+  echo "scripts/test.sh: no tests ran; that is a failure" >&2
+  exit 1
+fi
+exit "$rc"
