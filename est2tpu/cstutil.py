@@ -1,0 +1,211 @@
+"""Small LibCST helpers the rules share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from est2tpu.names import dotted
+
+
+def kwarg(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """Append `name=value` (after the last argument, keeping its trailing comma style)."""
+    args = list(call.args)
+    new = cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+    if args and isinstance(args[-1].comma, cst.Comma):
+        # A trailing comma means one argument per line: the old last argument takes the
+        # separator the others use, the new one takes the closing layout.
+        closing = args[-1].comma
+        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
+            separator = args[-2].comma
+        else:
+            separator = cst.Comma(whitespace_after=call.whitespace_before_args)
+        args[-1] = args[-1].with_changes(comma=separator)
+        args.append(new.with_changes(comma=closing))
+    elif args:
+        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(new)
+    else:
+        args.append(new)
+    return call.with_changes(args=args)
+
+
+def rename_kwarg(call: cst.Call, old: str, new: str) -> cst.Call:
+    args = [
+        a.with_changes(keyword=cst.Name(new))
+        if a.keyword is not None and a.keyword.value == old
+        else a
+        for a in call.args
+    ]
+    return call.with_changes(args=args)
+
+
+def replace_kwarg_value(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    args = [
+        a.with_changes(value=value) if a.keyword is not None and a.keyword.value == name else a
+        for a in call.args
+    ]
+    return call.with_changes(args=args)
+
+
+def add_param(fn: cst.FunctionDef, name: str) -> cst.FunctionDef:
+    """Add a parameter after the existing positional ones (`=None` if they have defaults)."""
+    params = list(fn.params.params)
+    default: cst.BaseExpression | None = None
+    if any(p.default is not None for p in params):
+        default = cst.Name("None")
+    new = cst.Param(
+        name=cst.Name(name),
+        default=default,
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        )
+        if default is not None
+        else cst.MaybeSentinel.DEFAULT,
+    )
+    if params:
+        last = params[-1]
+        if isinstance(last.comma, cst.Comma):
+            params.append(new.with_changes(comma=last.comma))
+        else:
+            params[-1] = last.with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+            params.append(new)
+    else:
+        params.append(new)
+    return fn.with_changes(params=fn.params.with_changes(params=params))
+
+
+def has_param(fn: cst.FunctionDef | cst.Lambda, name: str) -> bool:
+    p = fn.params
+    names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+    return name in names
+
+
+def params_subscript(key: str = "batch_size") -> cst.Subscript:
+    return cst.parse_expression(f'params["{key}"]')  # type: ignore[return-value]
+
+
+def iter_calls(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.Call]:
+    """Every call under a node (not inside nested defs/lambdas unless `into_defs`)."""
+    found: list[cst.Call] = []
+    root = node
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return into_defs or n is root
+
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return iter(found)
+
+
+def assigned_names(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
+    """Local names of a def (params included, nested defs excluded) -> assigned values."""
+    names: dict[str, list[cst.BaseExpression | None]] = {}
+    for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+        names.setdefault(p.name.value, []).append(None)
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            if n is not fn:
+                names.setdefault(n.name.value, []).append(None)
+                return False
+            return True
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                for name in _target_names(t.target):
+                    names.setdefault(name, []).append(
+                        n.value if isinstance(t.target, cst.Name) else None
+                    )
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            for name in _target_names(n.target):
+                names.setdefault(name, []).append(n.value)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            for name in _target_names(n.target):
+                names.setdefault(name, []).append(None)
+
+        def visit_For(self, n: cst.For) -> None:
+            for name in _target_names(n.target):
+                names.setdefault(name, []).append(None)
+
+        def visit_WithItem(self, n: cst.WithItem) -> None:
+            if n.asname is not None:
+                for name in _target_names(n.asname.name):
+                    names.setdefault(name, []).append(None)
+
+    fn.visit(V())
+    return names
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: list[str] = []
+        for el in target.elements:
+            out += _target_names(el.value)
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def free_names(node: cst.CSTNode) -> list[cst.Name]:
+    """Name nodes read in an expression, minus attribute names, keywords and names bound
+    by lambdas/comprehensions inside it."""
+    found: list[cst.Name] = []
+    bound: list[set[str]] = [set()]
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            p = n.params
+            bound.append({x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)})
+            n.body.visit(self)
+            bound.pop()
+            return False
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            bound[-1].update(_target_names(n.target))
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if not any(n.value in b for b in bound):
+                found.append(n)
+
+    node.visit(V())
+    return found
+
+
+def is_name(node: cst.BaseExpression, name: str) -> bool:
+    return dotted(node) == name

@@ -1,0 +1,636 @@
+"""The project index: what each function *is*, judged by how the whole project uses it.
+
+A function becomes a model_fn because an Estimator is built with it, and an input function
+because `train`/`evaluate`/`predict`, a `TrainSpec` or an `EvalSpec` is given it, in this
+module or in another one (`Estimator(model_fn=model.model_fn)`), through factories that
+return closures, lambdas and `functools.partial`. Names never decide.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+import libcst as cst
+
+from est2tpu.names import ImportTable, dotted
+
+ESTIMATOR_CTORS = frozenset(
+    {"estimator.Estimator", "estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"}
+)
+TPU_ESTIMATOR_CTORS = frozenset({"estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"})
+SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
+RUN_METHODS = {"train": "train", "evaluate": "eval", "predict": "predict"}
+BATCH_METHODS = frozenset({"batch", "padded_batch"})
+
+
+class Mode(str, enum.Enum):
+    TRAIN = "train"
+    EVAL = "eval"
+    PREDICT = "predict"
+
+
+FnKey = tuple[str, str]  # (module path, dotted def path inside the module)
+
+
+@dataclass
+class InputFnPlan:
+    """How one input function must change so TPUEstimator can call it."""
+
+    modes: set[Mode] = field(default_factory=set)
+    needs_params: bool = False  # TPUEstimator calls it directly: it must accept `params`
+    batch_to_params: bool = False  # its `.batch(E)` reads params["batch_size"] instead
+    committed: bool = False  # used with an Estimator that becomes a TPUEstimator
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BatchSize:
+    mode: Mode
+    code: str  # expression text, valid at the constructor
+    portable: bool  # True when `code` is a literal or defined where the constructor is
+
+
+@dataclass
+class CtorPlan:
+    """What one Estimator construction learned from the calls that use it."""
+
+    model_fn: FnKey | None = None
+    convert: bool = False  # a plain Estimator whose model_fn is a def in this project
+    batch_sizes: dict[Mode, list[BatchSize]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    exports: bool = False
+
+
+@dataclass
+class UseSite:
+    """A train/evaluate/predict call or a TrainSpec/EvalSpec: its rewrite or its refusal."""
+
+    tpu: bool = False  # the call uses an Estimator that becomes a TPUEstimator
+    lambda_params: bool = False  # the input_fn lambda must take `params`
+    lambda_batch_arg: int | None = None  # index of the lambda call argument to replace
+    lambda_forward_params: bool = False  # the lambda passes params=params to the function
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceModule:
+    path: str
+    module: cst.Module
+    imports: ImportTable
+    package: tuple[str, ...]  # dotted package parts of this file, for relative imports
+    relative: dict[str, str]  # local name -> absolute dotted target, for relative imports
+    defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    constants: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ProjectIndex:
+    model_fns: set[FnKey] = field(default_factory=set)
+    input_fns: dict[FnKey, InputFnPlan] = field(default_factory=dict)
+    ctors: dict[tuple[str, str, str], CtorPlan] = field(default_factory=dict)  # (path, scope, code)
+    use_sites: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
+    # model_fns of constructors that are not TPUEstimator yet, or already are
+    tpu_model_fns: set[FnKey] = field(default_factory=set)
+
+    def role_of(self, path: str, qualname: str) -> tuple[bool, InputFnPlan | None]:
+        key = (path, qualname)
+        return key in self.model_fns, self.input_fns.get(key)
+
+
+_CODEGEN = cst.Module([])
+
+
+def node_code(node: cst.CSTNode) -> str:
+    """Source text of a node, independent of the module it sits in (a stable key)."""
+    return _CODEGEN.code_for_node(node)
+
+
+def module_names(path: PurePath, root: PurePath | None) -> list[str]:
+    """Every dotted name a file may be imported as: `model`, `trainer.model`, ..."""
+    parts = list(path.with_suffix("").parts)
+    if root is not None:
+        try:
+            parts = list(path.with_suffix("").relative_to(root).parts)
+        except ValueError:
+            pass
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+
+
+class _Scoped(cst.CSTVisitor):
+    """Tracks the dotted path of enclosing defs/classes."""
+
+    def __init__(self) -> None:
+        self.scope: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scope.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scope.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scope.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scope.pop()
+
+    @property
+    def here(self) -> str:
+        return ".".join(self.scope)
+
+
+class _DefCollector(_Scoped):
+    def __init__(self, src: SourceModule) -> None:
+        super().__init__()
+        self.src = src
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self.src.defs[self.here] = node
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.scope or len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Name) and isinstance(node.value, cst.Integer):
+            self.src.constants[target.value] = int(node.value.value, 0)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not node.relative or isinstance(node.names, cst.ImportStar):
+            return
+        up = len(node.relative) - 1
+        base = list(self.src.package[: len(self.src.package) - up] if up else self.src.package)
+        if node.module is not None:
+            base += (dotted(node.module) or "").split(".")
+        for alias in node.names:
+            name = dotted(alias.name) or ""
+            bound = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            self.src.relative[bound] = ".".join([*base, name])
+
+
+def call_arg(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | None:
+    """The argument bound to a parameter, by keyword or by position."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if position is not None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) > position:
+            return positional[position]
+    return None
+
+
+def param_names(fn: cst.FunctionDef | cst.Lambda) -> list[str]:
+    p = fn.params
+    return [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+
+
+class Indexer:
+    """Builds a ProjectIndex from parsed modules."""
+
+    def __init__(self, modules: Sequence[SourceModule]) -> None:
+        self.modules = {m.path: m for m in modules}
+        self.by_name: dict[str, str | None] = {}
+        self.index = ProjectIndex()
+
+    @staticmethod
+    def source(path: str, module: cst.Module, names: Iterable[str]) -> SourceModule:
+        names = list(names)
+        longest = max(names, key=len) if names else ""
+        package = tuple(longest.split(".")[:-1])
+        if path.endswith("__init__.py"):
+            package = tuple(longest.split(".")) if longest else ()
+        src = SourceModule(path, module, ImportTable.from_module(module), package, {})
+        module.visit(_DefCollector(src))
+        return src
+
+    def register(self, src: SourceModule, names: Iterable[str]) -> None:
+        for name in names:
+            if name in self.by_name and self.by_name[name] != src.path:
+                self.by_name[name] = None  # two files claim it: ambiguous
+            else:
+                self.by_name[name] = src.path
+
+    # -- resolution ---------------------------------------------------------------------
+
+    def module_for(self, dotted_name: str) -> SourceModule | None:
+        path = self.by_name.get(dotted_name)
+        return self.modules.get(path) if path else None
+
+    def resolve_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> FnKey | None:
+        """The def an expression names, searching enclosing scopes, then imports."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        if not rest:
+            parts = scope.split(".") if scope else []
+            for i in range(len(parts), -1, -1):
+                candidate = ".".join([*parts[:i], head])
+                if candidate in src.defs:
+                    return (src.path, candidate)
+        target = src.relative.get(head) or src.imports.bindings.get(head)
+        if target is None:
+            return None
+        full = f"{target}.{rest}" if rest else target
+        module_name, _, fn_name = full.rpartition(".")
+        other = self.module_for(module_name)
+        if other is not None and fn_name in other.defs:
+            return (other.path, fn_name)
+        return None
+
+    def fn(self, key: FnKey) -> cst.FunctionDef:
+        return self.modules[key[0]].defs[key[1]]
+
+    # -- the pass -----------------------------------------------------------------------
+
+    def build(self) -> ProjectIndex:
+        for src in self.modules.values():
+            _UseCollector(self, src).run()
+        return self.index
+
+
+def _int_literal(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Integer)
+
+
+def is_params_batch_size(expr: cst.BaseExpression) -> bool:
+    """`params["batch_size"]` (either quote style)."""
+    if not isinstance(expr, cst.Subscript) or dotted(expr.value) != "params":
+        return False
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return False
+    key = expr.slice[0].slice.value
+    return isinstance(key, cst.SimpleString) and key.evaluated_value == "batch_size"
+
+
+def batch_calls(fn: cst.FunctionDef) -> list[cst.Call]:
+    """`.batch(...)`/`.padded_batch(...)` calls in a function body, not in nested defs."""
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in BATCH_METHODS:
+                found.append(node)
+
+    fn.visit(V())
+    return found
+
+
+def batch_size_arg(call: cst.Call) -> cst.Arg | None:
+    return call_arg(call, "batch_size", 0)
+
+
+class _UseCollector(_Scoped):
+    """Finds Estimator constructions and the calls that use them, in one module."""
+
+    def __init__(self, indexer: Indexer, src: SourceModule) -> None:
+        super().__init__()
+        self.ix = indexer
+        self.src = src
+        # variable name (scope, name) -> constructor key
+        self.estimators: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self.specs: dict[tuple[str, str], tuple[Mode, cst.Call]] = {}
+        self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
+
+    def run(self) -> None:
+        self.src.module.visit(self)
+        for scope, call, est_var, mode, input_fn in self.pending:
+            self.use(scope, call, est_var, mode, input_fn)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return node_code(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+            return
+        target = dotted(node.targets[0].target)
+        if target is None:
+            return
+        name = self.src.imports.tf_name(node.value.func)
+        if name in ESTIMATOR_CTORS:
+            self.estimators[(self.here, target)] = (self.src.path, self.here, self.code(node.value))
+        elif name in SPEC_CTORS:
+            self.specs[(self.here, target)] = (Mode(SPEC_CTORS[name]), node.value)
+
+    def lookup(self, table: dict[tuple[str, str], object], name: str) -> object | None:
+        parts = self.here.split(".") if self.here else []
+        for i in range(len(parts), -1, -1):
+            hit = table.get((".".join(parts[:i]), name))
+            if hit is not None:
+                return hit
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.src.imports.tf_name(node.func)
+        if name in ESTIMATOR_CTORS:
+            plan = self.ix.index.ctors.setdefault(
+                (self.src.path, self.here, self.code(node)), CtorPlan()
+            )
+            arg = call_arg(node, "model_fn", 0)
+            if arg is not None:
+                key = self.ix.resolve_fn(self.src, self.here, _unwrap_partial(self, arg.value))
+                if key is not None:
+                    plan.model_fn = key
+                    plan.convert = name == "estimator.Estimator"
+                    self.ix.index.model_fns.add(key)
+                    if name in TPU_ESTIMATOR_CTORS:
+                        self.ix.index.tpu_model_fns.add(key)
+            return
+        if name in SPEC_CTORS:
+            arg = call_arg(node, "input_fn", 0)
+            if arg is not None:
+                self.pending.append((self.here, node, None, Mode(SPEC_CTORS[name]), arg.value))
+            return
+        if name == "estimator.train_and_evaluate":
+            est = call_arg(node, "estimator", 0)
+            est_name = dotted(est.value) if est else None
+            for kw, pos in (("train_spec", 1), ("eval_spec", 2)):
+                arg = call_arg(node, kw, pos)
+                if arg is None or est_name is None:
+                    continue
+                spec_var = dotted(arg.value)
+                spec = self.lookup(self.specs, spec_var) if spec_var else None  # type: ignore[arg-type]
+                spec_call = arg.value if isinstance(arg.value, cst.Call) else None
+                mode = Mode.TRAIN if kw == "train_spec" else Mode.EVAL
+                if spec is not None:
+                    spec_call = spec[1]  # type: ignore[index]
+                if spec_call is not None:
+                    fn_arg = call_arg(spec_call, "input_fn", 0)
+                    if fn_arg is not None:
+                        self.pending.append((self.here, spec_call, est_name, mode, fn_arg.value))
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
+            receiver = dotted(func.value)
+            if receiver is None or self.lookup(self.estimators, receiver) is None:  # type: ignore[arg-type]
+                return
+            arg = call_arg(node, "input_fn", 0)
+            if arg is not None:
+                mode = Mode(RUN_METHODS[func.attr.value])
+                self.pending.append((self.here, node, receiver, mode, arg.value))
+        if isinstance(func, cst.Attribute) and func.attr.value in (
+            "export_saved_model",
+            "export_savedmodel",
+        ):
+            receiver = dotted(func.value)
+            ctor = self.lookup(self.estimators, receiver) if receiver else None  # type: ignore[arg-type]
+            if ctor is not None:
+                self.ix.index.ctors.setdefault(ctor, CtorPlan()).exports = True  # type: ignore[arg-type]
+
+    # -- one use of an input function --------------------------------------------------
+
+    def use(
+        self,
+        scope: str,
+        call: cst.Call,
+        est_var: str | None,
+        mode: Mode,
+        input_fn: cst.BaseExpression,
+    ) -> None:
+        site_key = (self.src.path, scope, self.code(call))
+        site = self.ix.index.use_sites.setdefault(site_key, UseSite())
+        saved, self.scope = self.scope, scope.split(".") if scope else []
+        try:
+            ctor = self.lookup(self.estimators, est_var) if est_var else None  # type: ignore[arg-type]
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None  # type: ignore[call-overload]
+            self.ctor_scope = ctor[1] if ctor is not None else None  # type: ignore[index]
+            result = self.analyse_input_fn(input_fn, mode, site, commit=False)
+            commit = plan is not None and plan.convert and result is not None
+            if commit and result is not None and not result.portable:
+                site.problems.append(
+                    f"the batch size `{result.code}` is not defined where the Estimator is "
+                    "built; pass train/eval/predict_batch_size to the TPUEstimator by hand"
+                )
+                commit = False
+            if commit:
+                self.analyse_input_fn(input_fn, mode, site, commit=True)
+        finally:
+            self.scope = saved
+        if plan is None or result is None or not commit:
+            return
+        plan.batch_sizes.setdefault(mode, []).append(result)
+
+    def analyse_input_fn(
+        self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool
+    ) -> BatchSize | None:
+        """Plan the input function's rewrite; return the batch size it used, if known.
+
+        Batch rewrites are planned only when `commit` (the call uses an Estimator that
+        becomes a TPUEstimator, which will pass params["batch_size"]).
+        """
+        bindings: dict[str, cst.BaseExpression] = {}
+        via_lambda: cst.Lambda | None = None
+        target_key: FnKey | None = None
+        if isinstance(expr, cst.Lambda):
+            if param_names(expr) and "params" not in param_names(expr):
+                site.problems.append(
+                    "the input_fn lambda takes arguments other than `params`; "
+                    "make it `lambda params: ...` by hand"
+                )
+                return None
+            body = expr.body
+            if not isinstance(body, cst.Call):
+                site.problems.append("the input_fn lambda does not call a function")
+                return None
+            target_key = self.ix.resolve_fn(self.src, self.here, body.func)
+            if target_key is None:
+                site.problems.append(
+                    "the function the input_fn lambda calls is not defined in this project"
+                )
+                return None
+            via_lambda = expr
+            fn = self.ix.fn(target_key)
+            bindings = _bind(fn, body)
+        elif isinstance(expr, cst.Call):
+            factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            if factory is None:
+                if dotted(expr.func) in ("functools.partial", "partial"):
+                    site.problems.append(
+                        "input_fn is a functools.partial; give the function a `params` "
+                        "argument and read params['batch_size'] by hand"
+                    )
+                else:
+                    site.problems.append("input_fn comes from a call that is not in this project")
+                return None
+            inner = _returned_def(self.ix, factory)
+            if inner is None:
+                site.problems.append(
+                    "the input_fn factory does not return a function defined inside it"
+                )
+                return None
+            target_key = inner
+            bindings = _bind(self.ix.fn(factory), expr)
+        else:
+            target_key = self.ix.resolve_fn(self.src, self.here, expr)
+            if target_key is None:
+                site.problems.append(
+                    "input_fn could not be resolved to a function in this project; it must "
+                    "accept `params` and batch with params['batch_size']"
+                )
+                return None
+        plan = self.ix.index.input_fns.setdefault(target_key, InputFnPlan())
+        plan.modes.add(mode)
+        fn = self.ix.fn(target_key)
+        fn_params = param_names(fn)
+        if commit:
+            plan.committed = True
+            site.tpu = True
+            site.lambda_params = via_lambda is not None
+        if via_lambda is None:
+            plan.needs_params = True
+        calls = batch_calls(fn)
+        if len(calls) != 1:
+            if not calls:
+                plan.problems.append(
+                    "no `.batch(...)` call found in the input function; TPUEstimator needs "
+                    "a static batch of params['batch_size']"
+                )
+            else:
+                plan.problems.append(
+                    "more than one `.batch(...)` call in the input function; rewrite the "
+                    "one that makes the final batch to params['batch_size'] by hand"
+                )
+            return None
+        size_arg = batch_size_arg(calls[0])
+        if size_arg is None:
+            return None
+        size = size_arg.value
+        if is_params_batch_size(size):
+            return None  # already migrated: the constructor carries the sizes
+        owner_src = self.ix.modules[target_key[0]]
+        if _int_literal(size):
+            self.forward_params(plan, site, via_lambda, commit)
+            return BatchSize(mode, self.code_of(owner_src, size), True)
+        name = dotted(size)
+        if isinstance(size, cst.Name) and name is not None:
+            if name in fn_params:
+                bound = bindings.get(name) if via_lambda is not None else None
+                if via_lambda is not None and bound is not None:
+                    if commit:
+                        site.lambda_batch_arg = _arg_index(via_lambda, bound)
+                    return self.batch_from_call_site(mode, bound)
+                default = _default(fn, name)
+                if via_lambda is None and default is not None and _int_literal(default):
+                    plan.batch_to_params = plan.batch_to_params or commit
+                    return BatchSize(mode, self.code_of(owner_src, default), True)
+                site.problems.append(
+                    f"the batch size comes from argument `{name}`, which this call site does "
+                    "not set; pass params['batch_size'] by hand"
+                )
+                return None
+            if name in bindings:  # a parameter of the factory that returned the closure
+                plan.batch_to_params = plan.batch_to_params or commit
+                return self.batch_from_call_site(mode, bindings[name])
+            if name in owner_src.constants:
+                self.forward_params(plan, site, via_lambda, commit)
+                if owner_src.path == self.src.path:
+                    return BatchSize(mode, name, True)
+                return BatchSize(mode, str(owner_src.constants[name]), True)
+        plan.problems.append(
+            f"the batch size `{self.code_of(owner_src, size)}` is not a literal, a module "
+            "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
+        )
+        return None
+
+    @staticmethod
+    def forward_params(
+        plan: InputFnPlan, site: UseSite, via_lambda: cst.Lambda | None, commit: bool
+    ) -> None:
+        """The function's own `.batch(N)` becomes params["batch_size"]; a lambda that calls
+        it must then hand `params` on."""
+        if not commit:
+            return
+        plan.batch_to_params = True
+        if via_lambda is not None:
+            plan.needs_params = True
+            site.lambda_forward_params = True
+
+    def batch_from_call_site(self, mode: Mode, expr: cst.BaseExpression) -> BatchSize:
+        """A batch size passed at the use site: portable if it is a literal, or a name
+        bound at module level or in the function where the call (and the Estimator) is."""
+        text = self.code(expr)
+        if _int_literal(expr):
+            return BatchSize(mode, text, True)
+        head = (dotted(expr) or "").split(".")[0]
+        return BatchSize(mode, text, bool(head) and self.ctor_scope_knows(head))
+
+    ctor_scope: str | None = None
+
+    def ctor_scope_knows(self, name: str) -> bool:
+        if name in self.src.constants or name in self.src.imports.bindings:
+            return True
+        return self.ctor_scope is not None and self.ctor_scope == self.here
+
+    @staticmethod
+    def code_of(src: SourceModule, node: cst.CSTNode) -> str:
+        return src.module.code_for_node(node)
+
+
+def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, cst.Call):
+        qn = collector.src.imports.qualify(expr.func)
+        if qn == "functools.partial" and expr.args:
+            return expr.args[0].value
+    return expr
+
+
+def _bind(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    """Map a def's parameter names to the expressions a call passes for them."""
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    bound: dict[str, cst.BaseExpression] = {}
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for name, arg in zip(names, positional):
+        bound[name] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+    return bound
+
+
+def _default(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+        if p.name.value == name and p.default is not None:
+            return p.default
+    return None
+
+
+def _arg_index(lam: cst.Lambda, value: cst.BaseExpression) -> int | None:
+    body = lam.body
+    assert isinstance(body, cst.Call)
+    for i, arg in enumerate(body.args):
+        if arg.value is value:
+            return i
+    return None
+
+
+def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
+    fn = ix.fn(factory)
+    returned: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if isinstance(node.value, cst.Name):
+                returned.append(node.value.value)
+
+    fn.visit(V())
+    if len(set(returned)) != 1:
+        return None
+    key = f"{factory[1]}.{returned[0]}"
+    return (factory[0], key) if key in ix.modules[factory[0]].defs else None

@@ -1,0 +1,174 @@
+"""Import-alias name resolution: every spelling of a TensorFlow symbol to one canonical name.
+
+LibCST's ``QualifiedNameProvider`` builds full scope analysis, which costs seconds on large
+files. Estimator code reaches TensorFlow through module aliases, so a file-wide table of
+import bindings resolves every spelling we care about at a fraction of the cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+_AMBIGUOUS = "<ambiguous>"
+
+# Roots under which the public TensorFlow API lives, longest first. Everything after the
+# root is the canonical name: `tf.compat.v1.estimator.Estimator`,
+# `tensorflow_estimator.estimator.Estimator` and `tf.estimator.Estimator` are all
+# `estimator.Estimator`.
+_TF_ROOTS = (
+    "tensorflow.compat.v1.",
+    "tensorflow.compat.v2.",
+    "tensorflow_estimator.compat.v1.",
+    "tensorflow_estimator.compat.v2.",
+    "tensorflow_estimator.",
+    "tensorflow.",
+)
+_TF_MODULES = {
+    "tensorflow": "",
+    "tensorflow.compat.v1": "",
+    "tensorflow.compat.v2": "",
+    "tensorflow_estimator": "",
+}
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    name = dotted(node)
+    assert name is not None
+    return name
+
+
+def canonical_tf(qualified: str | None) -> str | None:
+    """The TensorFlow-relative name of a qualified name, or None if it is not TensorFlow."""
+    if qualified is None:
+        return None
+    if qualified in _TF_MODULES:
+        return _TF_MODULES[qualified]
+    for root in _TF_ROOTS:
+        if qualified.startswith(root):
+            return qualified[len(root) :]
+    return None
+
+
+class ImportTable:
+    """Names bound by import statements anywhere in one module.
+
+    A name bound to two different things (in different scopes) is ambiguous and resolves
+    to nothing: refusing is better than guessing.
+    """
+
+    def __init__(self, bindings: dict[str, str]) -> None:
+        self.bindings = bindings
+
+    @classmethod
+    def from_module(cls, module: cst.Module) -> ImportTable:
+        bindings: dict[str, str] = {}
+
+        def bind(name: str, target: str) -> None:
+            old = bindings.get(name)
+            if old is None or old == target:
+                bindings[name] = target
+            else:
+                bindings[name] = _AMBIGUOUS
+
+        for node in _imports(module):
+            if isinstance(node, cst.Import):
+                for alias in node.names:
+                    full = _module_name(alias.name)
+                    if alias.asname is not None:
+                        as_name = alias.asname.name
+                        if isinstance(as_name, cst.Name):
+                            bind(as_name.value, full)
+                    else:
+                        top = full.split(".")[0]
+                        bind(top, top)
+            else:
+                if node.relative or node.module is None:
+                    continue
+                base = _module_name(node.module)
+                if isinstance(node.names, cst.ImportStar):
+                    continue
+                for alias in node.names:
+                    name = _module_name(alias.name)
+                    bound = name
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        bound = alias.asname.name.value
+                    bind(bound, f"{base}.{name}")
+        return cls({k: v for k, v in bindings.items()})
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """The fully qualified name an expression refers to through imports, or None."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.bindings.get(head)
+        if target is None or target == _AMBIGUOUS:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def tf_name(self, node: cst.BaseExpression) -> str | None:
+        """Canonical TensorFlow name (`estimator.Estimator`) of an expression, or None."""
+        return canonical_tf(self.qualify(node))
+
+    def alias_for(self, module: str) -> str | None:
+        """A local name bound to exactly `module`, preferring the conventional short one."""
+        names = sorted(
+            (name for name, target in self.bindings.items() if target == module),
+            key=lambda n: (n != "tf", len(n), n),
+        )
+        return names[0] if names else None
+
+    def bound_names(self) -> set[str]:
+        return set(self.bindings)
+
+
+def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
+    collector = _ImportCollector()
+    module.visit(collector)
+    return iter(collector.found)
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Import | cst.ImportFrom] = []
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.found.append(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.found.append(node)
+        return False
+
+    # Expressions never contain imports; skipping them keeps the walk cheap.
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        return False
+
+
+def attr_chain(name: str) -> cst.BaseExpression:
+    """`a.b.c` as a CST expression."""
+    parts = name.split(".")
+    node: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node

@@ -1,0 +1,27 @@
+"""Finds the rules: every module in `est2tpu/rules/` defines one `Rule` subclass."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+
+from est2tpu import rules as rules_pkg
+from est2tpu.rule import Rule
+
+
+@functools.cache
+def rule_classes() -> tuple[type[Rule], ...]:
+    """All rules, in ID order (the fixed order they run in)."""
+    found: list[type[Rule]] = []
+    for info in pkgutil.iter_modules(rules_pkg.__path__):
+        module = importlib.import_module(f"{rules_pkg.__name__}.{info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+            ):
+                found.append(value)
+    return tuple(sorted(found, key=lambda cls: cls.ID))

@@ -1,0 +1,121 @@
+"""The rule base class: a LibCST transformer that knows its file, its project and its ID."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import libcst as cst
+from libcst.codemod import CodemodContext, ContextAwareTransformer
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import PositionProvider
+
+from est2tpu.ftypes import Edit, Finding, Position, Target
+from est2tpu.index import InputFnPlan, ProjectIndex
+from est2tpu.names import ImportTable, attr_chain
+
+RUNTIME_MODULE = "est2tpu.runtime"
+RUNTIME_ALIAS = "tpu_runtime"
+
+
+@dataclass
+class FileState:
+    """What rules share about the file being transformed (recomputed every pass)."""
+
+    path: str
+    index: ProjectIndex
+    target: Target
+    imports: ImportTable
+    use_runtime: bool = True
+    findings: list[Finding] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+
+
+class Rule(ContextAwareTransformer):
+    """One rule = one ID = one catalogue entry (`rules/<ID>.md`) = one `fixtures/<ID>/`.
+
+    Subclasses rewrite nodes they can prove safe and call `refuse` for the rest, leaving
+    those nodes exactly as they were.
+    """
+
+    ID: ClassVar[str]
+    TARGETS: ClassVar[tuple[Target, ...]] = (Target.TPU_ESTIMATOR,)
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, context: CodemodContext, state: FileState) -> None:
+        super().__init__(context)
+        self.state = state
+        self.scope: list[str] = []
+
+    # -- scope tracking (the dotted def path the index uses) ---------------------------
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self.scope.append(node.name.value)
+        return super().on_visit(node)
+
+    def on_leave(
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        result = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+            self.scope.pop()
+        return result
+
+    @property
+    def here(self) -> str:
+        return ".".join(self.scope)
+
+    def in_model_fn(self) -> bool:
+        """True inside a def the project uses as a model_fn (not in defs nested in it)."""
+        return (self.state.path, self.here) in self.state.index.model_fns
+
+    def input_fn_plan(self) -> InputFnPlan | None:
+        return self.state.index.input_fns.get((self.state.path, self.here))
+
+    # -- reporting ----------------------------------------------------------------------
+
+    def _position(self, node: cst.CSTNode) -> Position:
+        try:
+            pos = self.get_metadata(PositionProvider, node)
+        except KeyError:
+            return Position(1, 1)
+        return Position(pos.start.line, pos.start.column + 1)
+
+    def refuse(self, node: cst.CSTNode, message: str) -> None:
+        """Leave `node` as it is and tell the user what to do by hand."""
+        self.state.findings.append(
+            Finding(self.ID, message, self._position(node), self.state.path, fixable=False)
+        )
+
+    def record(self, node: cst.CSTNode, description: str) -> None:
+        self.state.edits.append(Edit(self.ID, self._position(node), description))
+
+    # -- building references ------------------------------------------------------------
+
+    def tf(self, name: str) -> cst.BaseExpression:
+        """A reference to `tensorflow.<name>` through the file's own alias.
+
+        `name` is relative to the tensorflow package (`compat.v1.estimator.tpu.TPUEstimator`).
+        With `import tensorflow.compat.v1 as tf` the `compat.v1.` part is dropped.
+        """
+        imports = self.state.imports
+        alias = imports.alias_for("tensorflow")
+        if alias is not None:
+            return attr_chain(f"{alias}.{name}")
+        v1 = imports.alias_for("tensorflow.compat.v1")
+        if v1 is not None and name.startswith("compat.v1."):
+            return attr_chain(f"{v1}.{name[len('compat.v1.'):]}")
+        if "tf" in imports.bound_names():
+            AddImportsVisitor.add_needed_import(self.context, "tensorflow")
+            return attr_chain(f"tensorflow.{name}")
+        AddImportsVisitor.add_needed_import(self.context, "tensorflow", asname="tf")
+        return attr_chain(f"tf.{name}")
+
+    def runtime(self, name: str) -> cst.BaseExpression:
+        """A reference to `est2tpu.runtime.<name>` (imported as `tpu_runtime`)."""
+        AddImportsVisitor.add_needed_import(self.context, RUNTIME_MODULE, asname=RUNTIME_ALIAS)
+        return attr_chain(f"{RUNTIME_ALIAS}.{name}")
+
+    def tf_name(self, node: cst.BaseExpression) -> str | None:
+        return self.state.imports.tf_name(node)

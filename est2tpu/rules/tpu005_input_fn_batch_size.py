@@ -1,0 +1,144 @@
+"""TPU005: input functions take `params` and batch by params["batch_size"], statically."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.cstutil import add_param, has_param, kwarg, params_subscript, with_kwarg
+from est2tpu.index import (
+    RUN_METHODS,
+    SPEC_CTORS,
+    Mode,
+    batch_calls,
+    batch_size_arg,
+    is_params_batch_size,
+    node_code,
+)
+from est2tpu.rule import Rule
+
+
+class InputFnBatchSize(Rule):
+    ID = "TPU005"
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        plan = self.input_fn_plan()
+        if plan is None:
+            return updated_node
+        for problem in dict.fromkeys(plan.problems):
+            self.refuse(original_node, problem)
+        fn = updated_node
+        if plan.needs_params and not has_param(fn, "params"):
+            fn = add_param(fn, "params")
+            self.record(original_node, "input function takes params")
+        calls = batch_calls(original_node)
+        if len(calls) != 1:
+            return fn
+        target = calls[0]
+        static = bool(plan.modes) and Mode.PREDICT not in plan.modes and plan.committed
+        to_params = plan.batch_to_params
+        if Mode.PREDICT in plan.modes and plan.modes - {Mode.PREDICT} and plan.committed:
+            self.refuse(
+                target,
+                "this input function feeds predict and train/eval: predict keeps the last "
+                "partial batch, train/eval on TPU need drop_remainder=True; split it",
+            )
+        if Mode.TRAIN in plan.modes and plan.committed and not _repeats(original_node):
+            self.refuse(
+                original_node,
+                "the training input does not .repeat(); on TPU the infeed must not run dry "
+                "before `steps`: repeat the dataset (and bound training by steps)",
+            )
+        rule = self
+
+        class Batch(cst.CSTTransformer):
+            def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
+                if not o.deep_equals(target):
+                    return u
+                arg = batch_size_arg(u)
+                if to_params and arg is not None and not is_params_batch_size(arg.value):
+                    u = u.with_changes(
+                        args=[a.with_changes(value=params_subscript()) if a is arg else a for a in u.args]
+                    )
+                    rule.record(o, "batch size read from params['batch_size']")
+                if static and kwarg(u, "drop_remainder") is None:
+                    u = with_kwarg(u, "drop_remainder", cst.Name("True"))
+                    rule.record(o, "static batch shape (drop_remainder=True)")
+                return u
+
+        result = fn.visit(Batch())
+        assert isinstance(result, cst.FunctionDef)
+        return result
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        name = self.tf_name(original_node.func)
+        method = (
+            original_node.func.attr.value if isinstance(original_node.func, cst.Attribute) else None
+        )
+        if name not in SPEC_CTORS and method not in RUN_METHODS:
+            return updated_node
+        site = self.state.index.use_sites.get(
+            (self.state.path, self.here, node_code(original_node))
+        )
+        if site is None:
+            return updated_node
+        for problem in dict.fromkeys(site.problems):
+            self.refuse(original_node, problem)
+        if method == "evaluate" and site.tpu and kwarg(original_node, "steps") is None:
+            positional = [a for a in original_node.args if a.keyword is None]
+            if len(positional) < 2:
+                self.refuse(
+                    original_node,
+                    "evaluate() without steps: TPU evaluation cannot stop at the end of the "
+                    "input; pass steps=<eval examples // eval_batch_size>",
+                )
+        if name == "estimator.EvalSpec" and site.tpu:
+            steps = kwarg(original_node, "steps")
+            if steps is not None and isinstance(steps.value, cst.Name) and steps.value.value == "None":
+                self.refuse(
+                    original_node,
+                    "EvalSpec(steps=None): TPU evaluation cannot stop at the end of the input; "
+                    "give a number of steps",
+                )
+        if not site.lambda_params:
+            return updated_node
+        arg = kwarg(updated_node, "input_fn") or next(
+            (a for a in updated_node.args if a.keyword is None), None
+        )
+        if arg is None or not isinstance(arg.value, cst.Lambda):
+            return updated_node
+        lam = arg.value
+        if has_param(lam, "params"):
+            return updated_node
+        body = lam.body
+        assert isinstance(body, cst.Call)
+        args = list(body.args)
+        if site.lambda_batch_arg is not None and site.lambda_batch_arg < len(args):
+            args[site.lambda_batch_arg] = args[site.lambda_batch_arg].with_changes(
+                value=params_subscript()
+            )
+        elif site.lambda_forward_params:
+            body = with_kwarg(body, "params", cst.Name("params"))
+            args = list(body.args)
+        new_lam = lam.with_changes(
+            params=cst.Parameters([cst.Param(cst.Name("params"))]),
+            body=body.with_changes(args=args),
+        )
+        self.record(original_node, "input_fn lambda takes params")
+        return updated_node.with_changes(
+            args=[a.with_changes(value=new_lam) if a is arg else a for a in updated_node.args]
+        )
+
+
+def _repeats(fn: cst.FunctionDef) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value == "repeat":
+                V.found = True
+
+    v = V()
+    fn.visit(v)
+    return V.found

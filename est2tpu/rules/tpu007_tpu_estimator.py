@@ -1,0 +1,132 @@
+"""TPU007: `tf.estimator.Estimator(...)` -> `tf.compat.v1.estimator.tpu.TPUEstimator(...)`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.cstutil import kwarg, with_kwarg
+from est2tpu.index import CtorPlan, Mode, node_code
+from est2tpu.rule import Rule
+
+RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
+# Positional parameters of Estimator; TPUEstimator shares the first four.
+ESTIMATOR_POSITIONAL = ("model_fn", "model_dir", "config", "params", "warm_start_from")
+RESERVED_PARAMS = ("batch_size", "context")
+
+
+class TpuEstimator(Rule):
+    ID = "TPU007"
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.run_config_vars: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and self.tf_name(node.value.func) in RUN_CONFIGS:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.run_config_vars.add(t.target.value)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if self.tf_name(original_node.func) != "estimator.Estimator":
+            return updated_node
+        plan = self.state.index.ctors.get((self.state.path, self.here, node_code(original_node)))
+        if plan is None or not plan.convert:
+            self.refuse(
+                original_node,
+                "Estimator left as it is: its model_fn is not a function defined in this "
+                "project, so its EstimatorSpecs cannot be converted; build a TPUEstimator "
+                "by hand",
+            )
+            return updated_node
+        if any(a.star for a in original_node.args):
+            self.refuse(original_node, "Estimator built from *args/**kwargs; convert it by hand")
+            return updated_node
+        problems = list(dict.fromkeys(plan.problems))
+        sizes = self._batch_sizes(plan, problems)
+        params_arg = kwarg(original_node, "params") or _positional(original_node, 3)
+        if params_arg is not None and isinstance(params_arg.value, cst.Dict):
+            clash = [
+                el.key.evaluated_value
+                for el in params_arg.value.elements
+                if isinstance(el, cst.DictElement)
+                and isinstance(el.key, cst.SimpleString)
+                and el.key.evaluated_value in RESERVED_PARAMS
+            ]
+            if clash:
+                self.refuse(
+                    original_node,
+                    f"params uses the key(s) {', '.join(map(repr, clash))} that TPUEstimator "
+                    "reserves; rename them (and their readers) by hand",
+                )
+                return updated_node
+        for problem in problems:
+            self.refuse(original_node, problem)
+        call = _keyword_positionals(updated_node)
+        config = kwarg(call, "config")
+        if config is None:
+            call = with_kwarg(call, "config", cst.Call(self.runtime("run_config")))
+        elif not self._is_run_config(config.value):
+            call = call.with_changes(
+                args=[
+                    a.with_changes(
+                        value=cst.Call(self.runtime("ensure_tpu_run_config"), [cst.Arg(a.value)])
+                    )
+                    if a is config
+                    else a
+                    for a in call.args
+                ]
+            )
+        call = with_kwarg(call, "use_tpu", cst.Call(self.runtime("use_tpu")))
+        for mode, code in sizes.items():
+            call = with_kwarg(call, f"{mode.value}_batch_size", cst.parse_expression(code))
+        call = call.with_changes(func=self.tf("compat.v1.estimator.tpu.TPUEstimator"))
+        self.record(original_node, "Estimator -> TPUEstimator")
+        return call
+
+    def _is_run_config(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            return self.tf_name(expr.func) in RUN_CONFIGS or (
+                isinstance(expr.func, cst.Attribute)
+                and expr.func.attr.value == "replace"
+                and self._is_run_config(expr.func.value)
+            )
+        return isinstance(expr, cst.Name) and expr.value in self.run_config_vars
+
+    @staticmethod
+    def _batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:
+        sizes: dict[Mode, str] = {}
+        for mode in Mode:
+            codes = list(dict.fromkeys(b.code for b in plan.batch_sizes.get(mode, [])))
+            if len(codes) == 1:
+                sizes[mode] = codes[0]
+            elif len(codes) > 1:
+                problems.append(
+                    f"{mode.value} input functions use different batch sizes "
+                    f"({', '.join(codes)}); TPUEstimator takes one {mode.value}_batch_size"
+                )
+        return sizes
+
+
+def _positional(call: cst.Call, index: int) -> cst.Arg | None:
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index] if len(positional) > index else None
+
+
+def _keyword_positionals(call: cst.Call) -> cst.Call:
+    """Estimator's 5th positional (warm_start_from) is TPUEstimator's use_tpu: use keywords."""
+    args = []
+    position = 0
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            if position >= 4:
+                arg = arg.with_changes(
+                    keyword=cst.Name(ESTIMATOR_POSITIONAL[position]),
+                    equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""),
+                        whitespace_after=cst.SimpleWhitespace(""),
+                    ),
+                )
+            position += 1
+        args.append(arg)
+    return call.with_changes(args=args)
