@@ -307,7 +307,7 @@ def _print_diff(diff: str) -> None:
     if not diff:
         return
     out = _stdout()
-    if out.is_terminal and out.color_system is not None:
+    if out.is_terminal and out.color_system is not None and not out.no_color:
         for line in diff.splitlines():
             style = "bold" if line.startswith(("+++", "---")) else _DIFF_STYLES.get(line[:1])
             out.print(Text(line, style=style or ""), soft_wrap=True)
