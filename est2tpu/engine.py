@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Sequence
 
 import libcst as cst
@@ -10,7 +9,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper
 
-from est2tpu.ftypes import Finding, MigrationError, Position, Target
+from est2tpu.ftypes import MigrationError, Target
 from est2tpu.index import ProjectIndex
 from est2tpu.names import ImportTable
 from est2tpu.registry import rule_classes
@@ -73,15 +72,18 @@ def transform(
     """Run the rules in order, repeatedly, until a whole pass changes nothing.
 
     The last pass is the proof that a second run is a no-op: it ran every rule over the
-    final text and changed nothing. Findings come from that pass.
+    final text and changed nothing. Findings from every pass are kept (a rule reports a
+    refusal in the pass where it meets the node), each pointing into the original text.
     """
     original = module.code
-    edits = []
+    state = FileState(
+        path, index, target, ImportTable.from_module(module), original, use_runtime=use_runtime
+    )
     for _ in range(MAX_PASSES):
         before = module.code
-        state = FileState(path, index, target, ImportTable.from_module(module), use_runtime)
         for rule_cls in rules:
             state.imports = ImportTable.from_module(module)
+            state.current = module
             context = CodemodContext(filename=path)
             wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
             module = wrapper.visit(rule_cls(context, state))
@@ -89,16 +91,12 @@ def transform(
                 module = AddImportsVisitor(context).transform_module(module)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
                 module = RemoveImportsVisitor(context).transform_module(module)
-        edits.extend(state.edits)
         if module.code == before:
             break
     else:
         raise MigrationError(f"internal error: the rules did not converge in {MAX_PASSES} passes")
-    new = module.code
-    state.edits = edits
-    if new != original:
-        state.findings = [_to_original(f, new, original) for f in state.findings]
-    return new, state
+    state.current = None
+    return module.code, state
 
 
 def verify(new_text: str, path: str) -> None:
@@ -107,26 +105,3 @@ def verify(new_text: str, path: str) -> None:
         compile(new_text, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         raise MigrationError(f"internal error: the migrated code does not compile: {exc}") from None
-
-
-def _to_original(finding: Finding, new: str, old: str) -> Finding:
-    """Findings are reported against the text as it was before the migration."""
-    line = _map_line(finding.position.line, new, old)
-    return Finding(
-        finding.rule_id,
-        finding.message,
-        Position(line, finding.position.column),
-        finding.path,
-        finding.fixable,
-    )
-
-
-def _map_line(line: int, new: str, old: str) -> int:
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    best = 1
-    for a, b, size in matcher.get_matching_blocks():
-        if b <= line - 1 < b + size:
-            return a + (line - 1 - b) + 1
-        if b + size <= line - 1:
-            best = a + size  # the line after the last matching block before it
-    return max(best, 1)

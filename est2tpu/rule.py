@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -26,9 +27,44 @@ class FileState:
     index: ProjectIndex
     target: Target
     imports: ImportTable
+    original: str = ""  # the text before any rule ran; findings point into it
+    current: cst.Module | None = None  # the tree the running rule sees
     use_runtime: bool = True
-    findings: list[Finding] = field(default_factory=list)
+    findings: set[Finding] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
+    _line_maps: dict[int, list[int]] = field(default_factory=dict)
+
+    def original_line(self, line: int) -> int:
+        """Map a line of the tree a rule sees back to the text before the migration."""
+        if self.current is None:
+            return line
+        key = id(self.current)
+        if key not in self._line_maps:
+            self._line_maps.clear()
+            self._line_maps[key] = _line_map(self.original, self.current.code)
+        mapping = self._line_maps[key]
+        return mapping[line - 1] if 0 < line <= len(mapping) else line
+
+
+def _line_map(old: str, new: str) -> list[int]:
+    """For each line of `new`, the 1-based line of `old` it came from (or stands after)."""
+    new_lines = new.splitlines()
+    if old == new:
+        return list(range(1, len(new_lines) + 1))
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new_lines, autojunk=False)
+    mapping = [0] * len(new_lines)
+    last = 1
+    cursor = 0
+    for a, b, size in matcher.get_matching_blocks():
+        while cursor < b:
+            mapping[cursor] = last  # an inserted or changed line: the line before it
+            cursor += 1
+        for k in range(size):
+            if cursor < len(new_lines):
+                mapping[cursor] = a + k + 1
+                last = a + k + 1
+                cursor += 1
+    return mapping
 
 
 class Rule(ContextAwareTransformer):
@@ -84,9 +120,9 @@ class Rule(ContextAwareTransformer):
 
     def refuse(self, node: cst.CSTNode, message: str) -> None:
         """Leave `node` as it is and tell the user what to do by hand."""
-        self.state.findings.append(
-            Finding(self.ID, message, self._position(node), self.state.path, fixable=False)
-        )
+        pos = self._position(node)
+        pos = Position(self.state.original_line(pos.line), pos.column)
+        self.state.findings.add(Finding(self.ID, message, pos, self.state.path, fixable=False))
 
     def record(self, node: cst.CSTNode, description: str) -> None:
         self.state.edits.append(Edit(self.ID, self._position(node), description))

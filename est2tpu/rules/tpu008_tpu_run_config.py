@@ -1,0 +1,47 @@
+"""TPU008: `tf.estimator.RunConfig(...)` -> TPU `RunConfig` with a `TPUConfig` and a cluster."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.cstutil import kwarg, with_kwarg
+from est2tpu.rule import Rule
+
+DEFAULT_ITERATIONS_PER_LOOP = 100
+TPU_ONLY_ARGS = ("cluster", "tpu_config", "master", "evaluation_master")
+
+
+class TpuRunConfig(Rule):
+    ID = "TPU008"
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if self.tf_name(original_node.func) != "estimator.RunConfig":
+            return updated_node
+        if any(kwarg(original_node, a) is not None for a in TPU_ONLY_ARGS):
+            return updated_node
+        call = updated_node.with_changes(func=self.tf("compat.v1.estimator.tpu.RunConfig"))
+        call = with_kwarg(call, "cluster", cst.Call(self.runtime("cluster_resolver")))
+        tpu_config = cst.Call(
+            self.tf("compat.v1.estimator.tpu.TPUConfig"),
+            [
+                cst.Arg(
+                    cst.Integer(str(DEFAULT_ITERATIONS_PER_LOOP)),
+                    keyword=cst.Name("iterations_per_loop"),
+                    equal=_eq(),
+                ),
+                cst.Arg(
+                    self.tf("compat.v1.estimator.tpu.InputPipelineConfig.PER_HOST_V2"),
+                    keyword=cst.Name("per_host_input_for_training"),
+                    equal=_eq(),
+                ),
+            ],
+        )
+        call = with_kwarg(call, "tpu_config", tpu_config)
+        self.record(original_node, "RunConfig -> TPU RunConfig")
+        return call
+
+
+def _eq() -> cst.AssignEqual:
+    return cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+    )
