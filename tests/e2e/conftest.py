@@ -1,0 +1,56 @@
+"""Fixtures for the end-to-end tests that train projects under TensorFlow 2.15."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def load_harness() -> ModuleType:
+    """Import ``harness.py`` by path, whatever pytest's import mode puts on sys.path."""
+    name = "est2tpu_e2e_harness"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("harness.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def harness() -> ModuleType:
+    """The harness module (run_project, copy_project, PROJECTS, ...)."""
+    return load_harness()
+
+
+@pytest.fixture(scope="session")
+def tf_python(harness: ModuleType) -> str:
+    """The TF 2.15 interpreter; skips (or fails under EST2TPU_REQUIRE_TF=1) without it."""
+    return str(harness.tf_python())
+
+
+@pytest.fixture(scope="session")
+def original_run(
+    harness: ModuleType, tf_python: str, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], object]:
+    """``original_run(name)``: the result of running the unmigrated project, once per session."""
+    cache: dict[str, object] = {}
+
+    def run(name: str) -> object:
+        if name not in cache:
+            cache[name] = harness.run_named_project(name, tmp_path_factory.mktemp(f"orig-{name}"))
+        return cache[name]
+
+    return run
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize a ``project_name`` argument over every end-to-end project."""
+    if "project_name" in metafunc.fixturenames:
+        metafunc.parametrize("project_name", sorted(load_harness().PROJECTS))

@@ -1,0 +1,222 @@
+"""Run end-to-end example projects under TensorFlow 2.15 in a subprocess.
+
+The main test suite runs without TensorFlow.  Programs that train run in the
+interpreter named by ``EST2TPU_TF215_PYTHON`` (``.venv-tf215/bin/python``, built
+by ``scripts/tf215-env.sh``).  Without it the TF tests are skipped, unless
+``EST2TPU_REQUIRE_TF=1``, which turns the skip into a failure (CI sets it).
+
+Every project under ``fixtures/projects/`` takes ``--model_dir DIR`` and
+``--results FILE`` and writes a JSON file: ``{"metrics": {...evaluate()...},
+"loss": <final eval loss>, "predictions": [...first few predict() dicts...],
+...}``.
+
+Determinism, established on TF 2.15.1 / Keras 2.15 (CPU):
+
+- ``tf.compat.v1.layers`` initializers take their op seed from the Keras seed
+  generator, i.e. from Python's ``random`` module, NOT from the graph seed.  So
+  ``tf.keras.utils.set_random_seed(SEED)`` at program start is what makes two
+  runs give bit-identical metrics; ``RunConfig(tf_random_seed=...)`` alone does
+  not (two runs with only ``tf_random_seed`` differ in the 3rd digit of the
+  loss), and with ``set_random_seed`` it is not needed for the layers.
+- ``RunConfig(tf_random_seed=...)`` sets the seed of the graph each
+  ``train``/``evaluate``/``predict`` call builds; it is what fixes graph-level
+  randomness (``Dataset.shuffle`` without a seed, dropout).  The projects set
+  both, as careful real programs do.
+- With both set, a plain ``Estimator`` and ``TPUEstimator(use_tpu=False)`` give
+  bit-identical metrics, loss and predictions, even with an unseeded
+  ``shuffle`` and dropout in the model_fn (checked by hand-porting
+  ``single_file_classifier``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PROJECTS_DIR = REPO_ROOT / "fixtures" / "projects"
+
+TF_PYTHON_ENV = "EST2TPU_TF215_PYTHON"
+REQUIRE_TF_ENV = "EST2TPU_REQUIRE_TF"
+
+# Each training subprocess takes about 4-6 s on 2 CPU cores, most of it
+# `import tensorflow`; the limit only catches hangs.
+DEFAULT_TIMEOUT_S = 180
+
+
+@dataclass(frozen=True)
+class Project:
+    """An end-to-end example project and how to start it (argv after the interpreter)."""
+
+    name: str
+    entry: tuple[str, ...]
+
+    @property
+    def path(self) -> Path:
+        return PROJECTS_DIR / self.name
+
+
+PROJECTS: dict[str, Project] = {
+    p.name: p
+    for p in (
+        Project("single_file_classifier", ("train.py",)),
+        Project("two_module_trainer", ("-m", "trainer.task")),
+        Project("compat_v1_spelling", ("train.py",)),
+        Project("estimator_module_alias", ("train.py",)),
+    )
+}
+
+
+@dataclass
+class RunResult:
+    """What one run of a project produced."""
+
+    results: dict[str, Any]
+    seconds: float
+    stdout: str
+    stderr: str
+    model_dir: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return dict(self.results["metrics"])
+
+    @property
+    def loss(self) -> float:
+        return float(self.results["loss"])
+
+    @property
+    def predictions(self) -> list[Any]:
+        return list(self.results["predictions"])
+
+
+def tf_python() -> str:
+    """Return the TF 2.15 interpreter, or skip (fail under ``EST2TPU_REQUIRE_TF=1``)."""
+    python = os.environ.get(TF_PYTHON_ENV, "")
+    required = os.environ.get(REQUIRE_TF_ENV) == "1"
+    if not python:
+        reason = (
+            f"{TF_PYTHON_ENV} is not set; run scripts/tf215-env.sh and set it to "
+            ".venv-tf215/bin/python to run the TensorFlow tests"
+        )
+    elif not Path(python).is_file():
+        reason = f"{TF_PYTHON_ENV} names a missing interpreter: {python}"
+    else:
+        return python
+    if required:
+        pytest.fail(f"{REQUIRE_TF_ENV}=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def tf_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a TF subprocess: repo root importable, quiet, CPU only."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    # A TPU_NAME from the developer's shell would make the shim look for a TPU.
+    env.pop("TPU_NAME", None)
+    env.pop("TF_CONFIG", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_tf_code(
+    code: str,
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` with the TF interpreter (``python -c``); never raises on failure."""
+    return subprocess.run(
+        [tf_python(), "-c", code],
+        cwd=cwd or REPO_ROOT,
+        env=tf_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def copy_project(name: str, dest: Path) -> Path:
+    """Copy project ``name`` to ``dest`` (created) and return ``dest``."""
+    shutil.copytree(
+        PROJECTS[name].path,
+        dest,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    return dest
+
+
+def run_project(
+    project_dir: Path,
+    entry: tuple[str, ...],
+    workdir: Path,
+    *,
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> RunResult:
+    """Run a project's entry in ``project_dir`` and read back its results JSON.
+
+    ``workdir`` receives the model directory and the results file; it must not
+    exist yet or be empty, so that no checkpoint of an earlier run is resumed.
+    Fails the test, with the program's stderr, when the program fails.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    model_dir = workdir / "model"
+    results_file = workdir / "results.json"
+    if model_dir.exists() or results_file.exists():
+        raise ValueError(f"{workdir} holds an earlier run")
+    argv = [tf_python(), *entry, "--model_dir", str(model_dir), "--results", str(results_file)]
+    start = time.monotonic()
+    proc = subprocess.run(
+        [*argv, *args],
+        cwd=project_dir,
+        env=tf_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    seconds = time.monotonic() - start
+    if proc.returncode != 0 or not results_file.is_file():
+        pytest.fail(
+            f"{' '.join(entry)} in {project_dir.name} exited {proc.returncode}"
+            f" after {seconds:.1f}s\n--- stderr (tail) ---\n{proc.stderr[-6000:]}",
+            pytrace=False,
+        )
+    results = json.loads(results_file.read_text())
+    return RunResult(results, seconds, proc.stdout, proc.stderr, model_dir)
+
+
+def run_named_project(name: str, tmp: Path, **kwargs: Any) -> RunResult:
+    """Copy project ``name`` under ``tmp`` and run the copy (the original stays clean)."""
+    copy = copy_project(name, tmp / "project")
+    return run_project(copy, PROJECTS[name].entry, tmp / "run", **kwargs)
+
+
+def python_files(project_dir: Path) -> list[Path]:
+    """The ``.py`` files of a project, sorted, for migrating a copy file by file."""
+    return sorted(p for p in project_dir.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+if __name__ == "__main__":  # pragma: no cover - manual timing aid
+    import tempfile
+
+    for project_name in sys.argv[1:] or list(PROJECTS):
+        with tempfile.TemporaryDirectory() as tmpdir:
+            result = run_named_project(project_name, Path(tmpdir))
+            print(f"{project_name}: {result.seconds:.1f}s {result.metrics}")
