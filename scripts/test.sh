@@ -15,7 +15,6 @@ fi
 # Reinstall only when the project metadata changed since the last install.
 stamp=.venv/.est2tpu-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[test]'
   touch "$stamp"
 fi
