@@ -123,11 +123,12 @@ def summary_table(summary: Summary, *, dry_run: bool) -> Table:
 def rules_table(rules: Iterable[RuleInfo]) -> Table:
     """Every rule: ID, name, safety, targets, summary."""
     table = Table(title="est2tpu rules", title_justify="left")
+    # Short columns never wrap; the summary folds (instead of "…") so it is never cut off.
     table.add_column("ID", no_wrap=True)
-    table.add_column("name")
-    table.add_column("safety")
-    table.add_column("targets")
-    table.add_column("summary")
+    table.add_column("name", no_wrap=True)
+    table.add_column("safety", no_wrap=True)
+    table.add_column("targets", no_wrap=True)
+    table.add_column("summary", overflow="fold")
     for rule in rules:
         table.add_row(
             rule.id,
