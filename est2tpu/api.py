@@ -10,11 +10,8 @@ import libcst as cst
 
 from est2tpu import catalogue
 from est2tpu.engine import may_match, parse, select_rules, transform, verify
-from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, RuleInfo, Status, Target
+from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.index import Indexer, ProjectIndex, module_names
-
-NOTEBOOK_RULE = "E2T001"
-
 
 def all_rules() -> list[RuleInfo]:
     """Every catalogue entry, in ID order."""
@@ -88,15 +85,10 @@ def migrate_paths(
             continue
         if path.suffix == ".ipynb":
             if may_match(data):
-                result.findings.append(
-                    Finding(
-                        NOTEBOOK_RULE,
-                        "notebooks are not migrated yet; this one uses Estimator code",
-                        Position(1, 1),
-                        str(path),
-                    )
-                )
-            yield result
+                yield _fail(result, "notebooks are not migrated yet; this one uses Estimator code")
+            else:
+                result.status = Status.SKIPPED
+                yield result
             continue
         if not may_match(data):
             result.status = Status.SKIPPED

@@ -72,3 +72,14 @@ def load() -> dict[str, RuleInfo]:
             raise ValueError(f"{path.name}: file name and id {info.id!r} differ")
         entries[info.id] = info
     return dict(sorted(entries.items()))
+
+
+def markdown_table() -> str:
+    """The README's rules table, generated from the catalogue."""
+    lines = ["| ID | name | safety | targets | what it does |", "|---|---|---|---|---|"]
+    for info in load().values():
+        targets = ", ".join(t.value for t in info.targets)
+        lines.append(
+            f"| {info.id} | {info.name} | {info.safety.value} | {targets} | {info.summary} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -209,3 +209,31 @@ def free_names(node: cst.CSTNode) -> list[cst.Name]:
 
 def is_name(node: cst.BaseExpression, name: str) -> bool:
     return dotted(node) == name
+
+
+def _continuation(depth: int) -> cst.ParenthesizedWhitespace:
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(),
+        empty_lines=[],
+        indent=True,
+        last_line=cst.SimpleWhitespace("    " * depth),
+    )
+
+
+def explode(call: cst.Call, depth: int = 1) -> cst.Call:
+    """One argument per line, `depth` levels deeper than the statement, trailing comma."""
+    args = list(call.args)
+    out = []
+    for i, arg in enumerate(args):
+        last = i == len(args) - 1
+        out.append(arg.with_changes(comma=cst.Comma(whitespace_after=_continuation(depth - 1 if last else depth))))
+    return call.with_changes(whitespace_before_args=_continuation(depth), args=out)
+
+
+def is_multiline(call: cst.Call) -> bool:
+    return "\n" in cst.Module([]).code_for_node(call)
+
+
+def too_long(node: cst.CSTNode, limit: int = 88) -> bool:
+    """A rough check: would this node, rendered on one line after some indentation, be long?"""
+    return len(cst.Module([]).code_for_node(node)) + 16 > limit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstutil import kwarg, with_kwarg
+from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
 from est2tpu.index import CtorPlan, Mode, node_code
 from est2tpu.rule import Rule
 
@@ -63,7 +63,7 @@ class TpuEstimator(Rule):
         for problem in problems:
             self.refuse(original_node, problem)
         call = _keyword_positionals(updated_node)
-        config = kwarg(call, "config")
+        config = kwarg(call, "config") or _positional(call, 2)
         if config is None:
             call = with_kwarg(call, "config", cst.Call(self.runtime("run_config")))
         elif not self._is_run_config(config.value):
@@ -81,6 +81,8 @@ class TpuEstimator(Rule):
         for mode, code in sizes.items():
             call = with_kwarg(call, f"{mode.value}_batch_size", cst.parse_expression(code))
         call = call.with_changes(func=self.tf("compat.v1.estimator.tpu.TPUEstimator"))
+        if not is_multiline(original_node) and too_long(call):
+            call = explode(call)
         self.record(original_node, "Estimator -> TPUEstimator")
         return call
 

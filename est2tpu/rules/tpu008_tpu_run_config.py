@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstutil import kwarg, with_kwarg
+from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
 from est2tpu.rule import Rule
 
 DEFAULT_ITERATIONS_PER_LOOP = 100
@@ -36,6 +36,11 @@ class TpuRunConfig(Rule):
                 ),
             ],
         )
+        multiline = is_multiline(original_node)
+        if not multiline and too_long(with_kwarg(call, "tpu_config", tpu_config)):
+            call, multiline = explode(call), True
+        if multiline:
+            tpu_config = explode(tpu_config, depth=2)
         call = with_kwarg(call, "tpu_config", tpu_config)
         self.record(original_node, "RunConfig -> TPU RunConfig")
         return call

@@ -1,0 +1,53 @@
+"""One rule = one ID = one catalogue entry = one code class = one fixture folder."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from est2tpu import catalogue
+from est2tpu.catalogue import REQUIRED_SECTIONS, data_dir
+from est2tpu.registry import rule_classes
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ids_match_everywhere() -> None:
+    code = {cls.ID for cls in rule_classes()}
+    docs = set(catalogue.load())
+    folders = {p.name for p in data_dir("fixtures").iterdir() if p.is_dir() and p.name != "projects"}
+    assert code == docs, "every rule class needs rules/<ID>.md and vice versa"
+    assert code == folders, "every rule needs fixtures/<ID>/ and vice versa"
+
+
+def test_code_module_named_after_id() -> None:
+    for cls in rule_classes():
+        assert cls.__module__.rsplit(".", 1)[-1].startswith(cls.ID.lower() + "_")
+
+
+def test_docs_have_the_fixed_headings() -> None:
+    for info in catalogue.load().values():
+        headings = [line[3:].strip() for line in info.docs.splitlines() if line.startswith("## ")]
+        assert headings == list(REQUIRED_SECTIONS), f"{info.id}: {headings}"
+        for section in REQUIRED_SECTIONS:
+            assert info.sections[section].strip(), f"{info.id}: empty {section}"
+
+
+def test_targets_match() -> None:
+    docs = catalogue.load()
+    for cls in rule_classes():
+        assert set(cls.TARGETS) == set(docs[cls.ID].targets), cls.ID
+
+
+def test_readme_rules_table_is_current() -> None:
+    from est2tpu.catalogue import markdown_table
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(
+        r"<!-- rules-table:start -->\n(.*?)<!-- rules-table:end -->", readme, re.DOTALL
+    )
+    assert match, "README lacks the rules-table block"
+    assert match.group(1) == markdown_table(), (
+        "README rules table is stale: run "
+        "`python scripts/update-readme.py`"
+    )
