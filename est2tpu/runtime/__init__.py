@@ -64,7 +64,7 @@ def _tpu_name(tpu: str | None) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _resolve(tpu: str, zone: str | None, project: str | None) -> Any:
     import tensorflow as tf
 

@@ -148,6 +148,7 @@ def run_tf_code(
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,
     )
 
 
@@ -190,6 +191,7 @@ def run_project(
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,
     )
     seconds = time.monotonic() - start
     if proc.returncode != 0 or not results_file.is_file():

@@ -17,7 +17,9 @@ def test_every_project_directory_is_registered(harness: ModuleType) -> None:
 
 
 def test_project_takes_model_dir_and_results(project_name: str, harness: ModuleType) -> None:
-    sources = "".join(p.read_text() for p in harness.python_files(harness.PROJECTS[project_name].path))
+    sources = "".join(
+        p.read_text() for p in harness.python_files(harness.PROJECTS[project_name].path)
+    )
     assert '"--model_dir"' in sources
     assert '"--results"' in sources
     # Layer initializers draw their seeds from Python's `random` (see harness.py).
