@@ -31,6 +31,8 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
         ".mypy_cache",
         ".pytest_cache",
         ".ruff_cache",
+        # Jupyter's autosave copies: migrating them would duplicate every notebook.
+        ".ipynb_checkpoints",
     }
 )
 

@@ -47,7 +47,7 @@ def test_output_is_deterministic_across_runs(tmp_path: Path) -> None:
 def test_default_excluded_directories(tmp_path: Path) -> None:
     excluded = [
         ".git", ".venv", "venv", "site-packages", "build", "dist", "node_modules",
-        "__pycache__", ".tox", ".mypy_cache",
+        "__pycache__", ".tox", ".mypy_cache", ".ipynb_checkpoints",
     ]  # fmt: skip
     make(tmp_path, "keep.py", *(f"{d}/x.py" for d in excluded), "src/build/y.py")
     assert found([tmp_path], tmp_path) == ["keep.py"]
