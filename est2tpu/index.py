@@ -43,6 +43,7 @@ class InputFnPlan:
     needs_params: bool = False  # TPUEstimator calls it directly: it must accept `params`
     batch_to_params: bool = False  # its `.batch(E)` reads params["batch_size"] instead
     committed: bool = False  # used with an Estimator that becomes a TPUEstimator
+    direct: bool = False  # the Estimator calls it itself (so it may take `mode` too)
     problems: list[str] = field(default_factory=list)
 
 
@@ -489,6 +490,7 @@ class _UseCollector(_Scoped):
             site.lambda_params = via_lambda is not None
         if via_lambda is None:
             plan.needs_params = True
+            plan.direct = True
         calls = batch_calls(fn)
         if len(calls) != 1:
             if not calls:

@@ -47,23 +47,21 @@ class FileState:
 
 
 def _line_map(old: str, new: str) -> list[int]:
-    """For each line of `new`, the 1-based line of `old` it came from (or stands after)."""
+    """For each line of `new`, the 1-based line of `old` it came from.
+
+    A changed line maps to the line it replaced; an inserted line to the line before it.
+    """
     new_lines = new.splitlines()
     if old == new:
         return list(range(1, len(new_lines) + 1))
     matcher = difflib.SequenceMatcher(None, old.splitlines(), new_lines, autojunk=False)
-    mapping = [0] * len(new_lines)
-    last = 1
-    cursor = 0
-    for a, b, size in matcher.get_matching_blocks():
-        while cursor < b:
-            mapping[cursor] = last  # an inserted or changed line: the line before it
-            cursor += 1
-        for k in range(size):
-            if cursor < len(new_lines):
-                mapping[cursor] = a + k + 1
-                last = a + k + 1
-                cursor += 1
+    mapping = [1] * len(new_lines)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for j in range(j1, j2):
+            if tag in ("equal", "replace") and i2 > i1:
+                mapping[j] = i1 + min(j - j1, i2 - i1 - 1) + 1
+            else:
+                mapping[j] = max(i1, 1)
     return mapping
 
 

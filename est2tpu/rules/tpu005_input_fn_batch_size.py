@@ -20,7 +20,22 @@ from est2tpu.rule import Rule
 class InputFnBatchSize(Rule):
     ID = "TPU005"
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.defs: list[cst.FunctionDef] = []  # enclosing defs, innermost last
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.defs.append(node)
+
     def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        try:
+            return self._input_fn(original_node, updated_node)
+        finally:
+            self.defs.pop()
+
+    def _input_fn(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
         plan = self.input_fn_plan()
@@ -36,14 +51,29 @@ class InputFnBatchSize(Rule):
         if len(calls) != 1:
             return fn
         target = calls[0]
-        static = bool(plan.modes) and Mode.PREDICT not in plan.modes and plan.committed
+        drop: cst.BaseExpression | None = None
+        if plan.committed and plan.modes and Mode.PREDICT not in plan.modes:
+            drop = cst.Name("True")
+        elif plan.committed and Mode.PREDICT in plan.modes and plan.modes - {Mode.PREDICT}:
+            if plan.direct and not any(has_param(f, "mode") for f in self.defs):
+                # The Estimator passes `mode` to an input function that asks for it.
+                fn = add_param(fn, "mode")
+                self.record(original_node, "input function takes mode")
+            if any(has_param(f, "mode") for f in [*self.defs[:-1], fn]):
+                # The Estimator mode is in scope: static batches for train/eval, while
+                # predict keeps its last partial batch (TPUEstimator pads it).
+                drop = cst.Comparison(
+                    cst.Name("mode"),
+                    [cst.ComparisonTarget(cst.NotEqual(), self.tf("estimator.ModeKeys.PREDICT"))],
+                )
+            else:
+                self.refuse(
+                    target,
+                    "this input function feeds predict and train/eval: predict keeps the "
+                    "last partial batch, train/eval on TPU need drop_remainder=True; give "
+                    "it a `mode` argument or split it",
+                )
         to_params = plan.batch_to_params
-        if Mode.PREDICT in plan.modes and plan.modes - {Mode.PREDICT} and plan.committed:
-            self.refuse(
-                target,
-                "this input function feeds predict and train/eval: predict keeps the last "
-                "partial batch, train/eval on TPU need drop_remainder=True; split it",
-            )
         if Mode.TRAIN in plan.modes and plan.committed and not _repeats(original_node):
             self.refuse(
                 original_node,
@@ -62,8 +92,8 @@ class InputFnBatchSize(Rule):
                         args=[a.with_changes(value=params_subscript()) if a is arg else a for a in u.args]
                     )
                     rule.record(o, "batch size read from params['batch_size']")
-                if static and kwarg(u, "drop_remainder") is None:
-                    u = with_kwarg(u, "drop_remainder", cst.Name("True"))
+                if drop is not None and kwarg(u, "drop_remainder") is None:
+                    u = with_kwarg(u, "drop_remainder", drop)
                     rule.record(o, "static batch shape (drop_remainder=True)")
                 return u
 
