@@ -1,0 +1,42 @@
+"""TPU010: premade (canned) estimators cannot become TPUEstimators: say why and what to do."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.rule import Rule
+
+PREMADE = frozenset(
+    {
+        "BaselineClassifier",
+        "BaselineEstimator",
+        "BaselineRegressor",
+        "BoostedTreesClassifier",
+        "BoostedTreesEstimator",
+        "BoostedTreesRegressor",
+        "DNNClassifier",
+        "DNNEstimator",
+        "DNNRegressor",
+        "DNNLinearCombinedClassifier",
+        "DNNLinearCombinedEstimator",
+        "DNNLinearCombinedRegressor",
+        "LinearClassifier",
+        "LinearEstimator",
+        "LinearRegressor",
+    }
+)
+
+
+class PremadeEstimator(Rule):
+    ID = "TPU010"
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        name = self.tf_name(original_node.func) or ""
+        head, _, short = name.rpartition(".")
+        if head == "estimator" and short in PREMADE:
+            self.refuse(
+                original_node,
+                f"premade {short} has no TPUEstimator form (TPUEstimator needs a model_fn); "
+                "use `--target tf2` (Keras model under TPUStrategy) or write a model_fn",
+            )
+        return updated_node
