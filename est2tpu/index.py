@@ -63,6 +63,7 @@ class CtorPlan:
     batch_sizes: dict[Mode, list[BatchSize]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     exports: bool = False
+    model_fn_reads_batch_size: bool = False
 
 
 @dataclass
@@ -344,6 +345,7 @@ class _UseCollector(_Scoped):
                 if key is not None:
                     plan.model_fn = key
                     plan.convert = name == "estimator.Estimator"
+                    plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(key))
                     self.ix.index.model_fns.add(key)
                     if name in TPU_ESTIMATOR_CTORS:
                         self.ix.index.tpu_model_fns.add(key)
@@ -407,7 +409,7 @@ class _UseCollector(_Scoped):
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None  # type: ignore[call-overload]
             self.ctor_scope = ctor[1] if ctor is not None else None  # type: ignore[index]
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
-            commit = plan is not None and plan.convert and result is not None
+            commit = plan is not None and plan.convert
             if commit and result is not None and not result.portable:
                 site.problems.append(
                     f"the batch size `{result.code}` is not defined where the Estimator is "
@@ -636,3 +638,15 @@ def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
         return None
     key = f"{factory[1]}.{returned[0]}"
     return (factory[0], key) if key in ix.modules[factory[0]].defs else None
+
+
+def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            if is_params_batch_size(node):
+                V.found = True
+
+    fn.visit(V())
+    return V.found

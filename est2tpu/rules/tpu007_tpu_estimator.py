@@ -45,24 +45,35 @@ class TpuEstimator(Rule):
         problems = list(dict.fromkeys(plan.problems))
         sizes = self._batch_sizes(plan, problems)
         params_arg = kwarg(original_node, "params") or _positional(original_node, 3)
+        user_batch: cst.DictElement | None = None
         if params_arg is not None and isinstance(params_arg.value, cst.Dict):
-            clash = [
-                el.key.evaluated_value
+            reserved = {
+                el.key.evaluated_value: el
                 for el in params_arg.value.elements
                 if isinstance(el, cst.DictElement)
                 and isinstance(el.key, cst.SimpleString)
                 and el.key.evaluated_value in RESERVED_PARAMS
-            ]
-            if clash:
+            }
+            if "context" in reserved or (
+                "batch_size" in reserved and plan.model_fn_reads_batch_size
+            ):
                 self.refuse(
                     original_node,
-                    f"params uses the key(s) {', '.join(map(repr, clash))} that TPUEstimator "
-                    "reserves; rename them (and their readers) by hand",
+                    f"params uses the key(s) {', '.join(map(repr, sorted(reserved)))} that "
+                    "TPUEstimator reserves (and the model_fn reads them, which breaks export); "
+                    "rename them and their readers by hand",
                 )
                 return updated_node
+            user_batch = reserved.get("batch_size")  # type: ignore[assignment]
         for problem in problems:
             self.refuse(original_node, problem)
         call = _keyword_positionals(updated_node)
+        if user_batch is not None:
+            # The input functions already read params["batch_size"]: TPUEstimator fills it
+            # from the constructor's batch sizes (the same value on CPU, per-shard on TPU).
+            call = _without_params_key(call, user_batch)
+            for mode in Mode:
+                sizes.setdefault(mode, node_code(user_batch.value))
         config = kwarg(call, "config") or _positional(call, 2)
         if config is None:
             call = with_kwarg(call, "config", cst.Call(self.runtime("run_config")))
@@ -132,3 +143,17 @@ def _keyword_positionals(call: cst.Call) -> cst.Call:
             position += 1
         args.append(arg)
     return call.with_changes(args=args)
+
+
+def _without_params_key(call: cst.Call, element: cst.DictElement) -> cst.Call:
+    def strip(arg: cst.Arg) -> cst.Arg:
+        if not isinstance(arg.value, cst.Dict):
+            return arg
+        kept = [e for e in arg.value.elements if not e.deep_equals(element)]
+        if kept and len(kept) < len(arg.value.elements):
+            last = arg.value.elements[-1]
+            kept[-1] = kept[-1].with_changes(comma=last.comma)
+        return arg.with_changes(value=arg.value.with_changes(elements=kept))
+
+    params = kwarg(call, "params") or _positional(call, 3)
+    return call.with_changes(args=[strip(a) if a is params else a for a in call.args])
