@@ -30,6 +30,7 @@ class FileState:
     original: str = ""  # the text before any rule ran; findings point into it
     current: cst.Module | None = None  # the tree the running rule sees
     use_runtime: bool = True
+    helpers_needed: set[str] = field(default_factory=set)
     findings: set[Finding] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
     _line_maps: dict[int, list[int]] = field(default_factory=dict)
@@ -147,9 +148,96 @@ class Rule(ContextAwareTransformer):
         return attr_chain(f"tf.{name}")
 
     def runtime(self, name: str) -> cst.BaseExpression:
-        """A reference to `est2tpu.runtime.<name>` (imported as `tpu_runtime`)."""
+        """A reference to `est2tpu.runtime.<name>` (imported as `tpu_runtime`).
+
+        With `--no-runtime` it is a plain-TensorFlow helper of the same name that the file
+        gets a copy of (see `NO_RUNTIME_HELPERS`); names without one are refused upstream.
+        """
+        if not self.state.use_runtime:
+            if name not in NO_RUNTIME_HELPERS:
+                raise KeyError(name)
+            self.state.helpers_needed.add(name)
+            return cst.Name(f"_est2tpu_{name}")
         AddImportsVisitor.add_needed_import(self.context, RUNTIME_MODULE, asname=RUNTIME_ALIAS)
         return attr_chain(f"{RUNTIME_ALIAS}.{name}")
 
+    def has_runtime(self, name: str) -> bool:
+        return self.state.use_runtime or name in NO_RUNTIME_HELPERS
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        needed = set(self.state.helpers_needed)
+        for name in list(needed):
+            needed |= set(NO_RUNTIME_HELPERS[name][0])
+        defined = {
+            stmt.name.value for stmt in updated_node.body if isinstance(stmt, cst.FunctionDef)
+        }
+        missing = [n for n in NO_RUNTIME_HELPERS if n in needed and f"_est2tpu_{n}" not in defined]
+        if not missing:
+            return updated_node
+        AddImportsVisitor.add_needed_import(self.context, "os")
+        names = {
+            "TPU": cst.Module([]).code_for_node(self.tf("compat.v1.estimator.tpu")),
+            "RESOLVER": cst.Module([]).code_for_node(
+                self.tf("distribute.cluster_resolver.TPUClusterResolver")
+            ),
+        }
+        helpers = [
+            cst.parse_statement(NO_RUNTIME_HELPERS[n][1].format(**names)) for n in missing
+        ]
+        body = list(updated_node.body)
+        at = 0
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+            ):
+                at = i + 1
+        blank = cst.EmptyLine()
+        helpers = [h.with_changes(leading_lines=[blank, blank]) for h in helpers]  # type: ignore[union-attr]
+        if at < len(body):
+            body[at] = body[at].with_changes(leading_lines=[blank, blank])
+        return updated_node.with_changes(body=[*body[:at], *helpers, *body[at:]])
+
+
+
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         return self.state.imports.tf_name(node)
+
+
+# Plain-TensorFlow stand-ins for the runtime shim, copied into a file under --no-runtime:
+# name -> (helpers it calls, source). `{TPU}` is the file's spelling of
+# tf.compat.v1.estimator.tpu, `{RESOLVER}` of TPUClusterResolver.
+NO_RUNTIME_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "cluster_resolver": (
+        (),
+        """def _est2tpu_cluster_resolver():
+    \"\"\"The TPU cluster (TPU_NAME, or this Cloud TPU VM), or None at once when there is none.\"\"\"
+    tpu = os.environ.get("TPU_NAME")
+    if not tpu and (os.path.exists("/dev/accel0") or os.path.exists("/dev/vfio/0")):
+        tpu = "local"
+    if not tpu:
+        return None
+    try:
+        return {RESOLVER}(tpu=tpu)
+    except ValueError:
+        return None
+""",
+    ),
+    "use_tpu": (
+        ("cluster_resolver",),
+        """def _est2tpu_use_tpu():
+    return _est2tpu_cluster_resolver() is not None
+""",
+    ),
+    "run_config": (
+        ("cluster_resolver",),
+        """def _est2tpu_run_config():
+    return {TPU}.RunConfig(
+        cluster=_est2tpu_cluster_resolver(),
+        tpu_config={TPU}.TPUConfig(
+            iterations_per_loop=100,
+            per_host_input_for_training={TPU}.InputPipelineConfig.PER_HOST_V2,
+        ),
+    )
+""",
+    ),
+}

@@ -65,6 +65,19 @@ class TpuEstimator(Rule):
                 )
                 return updated_node
             user_batch = reserved.get("batch_size")  # type: ignore[assignment]
+        config_arg = kwarg(original_node, "config") or _positional(original_node, 2)
+        if (
+            config_arg is not None
+            and not self._is_run_config(config_arg.value)
+            and not self.has_runtime("ensure_tpu_run_config")
+        ):
+            self.refuse(
+                original_node,
+                "the config's type cannot be seen here and --no-runtime forbids "
+                "tpu_runtime.ensure_tpu_run_config; pass a tf.compat.v1.estimator.tpu.RunConfig "
+                "by hand",
+            )
+            return updated_node
         for problem in problems:
             self.refuse(original_node, problem)
         call = _keyword_positionals(updated_node)

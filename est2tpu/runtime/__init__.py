@@ -19,7 +19,11 @@ from typing import Any
 __all__ = [
     "cluster_resolver",
     "ensure_tpu_run_config",
+    "model_to_estimator",
+    "numpy_input_fn",
+    "pandas_input_fn",
     "run_config",
+    "train_and_evaluate",
     "use_tpu",
 ]
 
@@ -179,3 +183,10 @@ def ensure_tpu_run_config(
     kwargs["save_checkpoints_steps"] = config.save_checkpoints_steps
     kwargs["save_checkpoints_secs"] = config.save_checkpoints_secs
     return run_config(iterations_per_loop=iterations_per_loop, tpu=tpu, **kwargs)
+
+
+# The Keras builder, the train/evaluate loop and the input functions live in
+# their own modules; like this one they import TensorFlow only when called.
+from est2tpu.runtime.inputs import numpy_input_fn, pandas_input_fn  # noqa: E402
+from est2tpu.runtime.keras import model_to_estimator  # noqa: E402
+from est2tpu.runtime.loop import train_and_evaluate  # noqa: E402

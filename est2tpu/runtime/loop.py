@@ -1,0 +1,1 @@
+"""Explicit train/evaluate loop (placeholder)."""
