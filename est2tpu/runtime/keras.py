@@ -493,7 +493,17 @@ def _eval_metrics(model: Any, metric_names_map: dict[str, str] | None) -> Any:
         for name, slot, template in zip(names, slots, templates):
             metric = metrics_module.clone_metric(template)
             update = metric.update_state(kwargs[f"y_true_{slot}"], kwargs[f"y_pred_{slot}"])
-            result[name] = (metric.result(), tf.group(update))
+            result[name] = (metric.result(), update)
+            # As the Estimator does for Metric objects in eval_metric_ops: metric
+            # variables are local variables (initialized by the local init op).
+            for collection in (
+                tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
+                tf.compat.v1.GraphKeys.METRIC_VARIABLES,
+            ):
+                known = {id(v) for v in tf.compat.v1.get_collection(collection)}
+                for variable in metric.variables:
+                    if id(variable) not in known:
+                        tf.compat.v1.add_to_collection(collection, variable)
         return result
 
     return metric_fn, tensors
@@ -577,6 +587,12 @@ def model_to_estimator(
             "models; a subclassed model needs a hand-written model_fn"
         )
     legacy = _legacy_optimizer(keras_model.optimizer)
+    # Cloning in a graph swaps the Keras model classes to their TF1 versions,
+    # whose _get_compile_args cannot read an eagerly compiled model: cache the
+    # compile arguments now, as Keras' clone_and_build_model does on its first
+    # compiling clone (keras_lib's _save_first_checkpoint triggers that).
+    compile_args = keras_model._get_compile_args()
+    keras_model._get_compile_args = lambda: compile_args
     _keras_optimizer_config(legacy)  # fail now, not in the first train(), if unmappable
     run_config = estimator_lib.maybe_overwrite_model_dir_and_session_config(
         ensure_tpu_run_config(config), model_dir

@@ -72,6 +72,7 @@ PROJECTS: dict[str, Project] = {
         Project("two_module_trainer", ("-m", "trainer.task")),
         Project("compat_v1_spelling", ("train.py",)),
         Project("estimator_module_alias", ("train.py",)),
+        Project("keras_model_to_estimator", ("train.py",)),
     )
 }
 
