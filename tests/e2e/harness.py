@@ -73,6 +73,8 @@ PROJECTS: dict[str, Project] = {
         Project("compat_v1_spelling", ("train.py",)),
         Project("estimator_module_alias", ("train.py",)),
         Project("keras_model_to_estimator", ("train.py",)),
+        Project("train_and_evaluate_exporter", ("trainer.py",)),
+        Project("numpy_input", ("train.py",)),
     )
 }
 
