@@ -37,7 +37,7 @@ def migrate_source(
     try:
         module = parse(text)
         name = Path(path).stem if path != "-" else "__main__"
-        indexer = Indexer([Indexer.source(path, module, [name])])
+        indexer = Indexer([Indexer.source(path, module, [name])], use_runtime=use_runtime)
         indexer.register(indexer.modules[path], [name])
         _run(result, module, indexer.build(), target, select, ignore, use_runtime)
     except MigrationError as exc:
@@ -109,7 +109,7 @@ def migrate_paths(
         root = _root_for(path, paths)
         candidates.append(_Candidate(result, module, module_names(path, root)))
 
-    index = _build_index(candidates)
+    index = _build_index(candidates, use_runtime)
     for cand in candidates:
         try:
             _run(cand.result, cand.module, index, target, select, ignore, use_runtime)
@@ -120,14 +120,14 @@ def migrate_paths(
         yield cand.result
 
 
-def _build_index(candidates: Sequence[_Candidate]) -> ProjectIndex:
+def _build_index(candidates: Sequence[_Candidate], use_runtime: bool) -> ProjectIndex:
     sources = []
     for cand in candidates:
         try:
             sources.append(Indexer.source(str(cand.result.path), cand.module, cand.names))
         except Exception:  # noqa: BLE001 - a file the indexer cannot read adds no roles
             continue
-    indexer = Indexer(sources)
+    indexer = Indexer(sources, use_runtime=use_runtime)
     for src, cand in zip(sources, candidates):
         indexer.register(src, cand.names)
     return indexer.build()

@@ -80,6 +80,14 @@ ExcludeOpt = Annotated[
     list[str] | None,
     typer.Option(help="Skip files matching this gitignore-style pattern (repeatable)."),
 ]
+NoRuntimeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-runtime",
+        help="Emit plain TensorFlow (TPU resolution helpers copied into each file) instead "
+        "of importing est2tpu.runtime.",
+    ),
+]
 QuietOpt = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="Print only findings and errors, no summary."),
@@ -96,6 +104,7 @@ def migrate(
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
+    no_runtime: NoRuntimeOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Rewrite Estimator code in place (atomically, keeping encoding, line endings and mode).
@@ -105,7 +114,19 @@ def migrate(
     remain, 2 when any file could not be processed.
     """
     mode = _Mode.DIFF if diff else _Mode.WRITE
-    raise typer.Exit(_run(paths, mode, target, select, ignore, exclude, quiet, show_diff=diff))
+    raise typer.Exit(
+        _run(
+            paths,
+            mode,
+            target,
+            select,
+            ignore,
+            exclude,
+            quiet,
+            show_diff=diff,
+            use_runtime=not no_runtime,
+        )
+    )
 
 
 @app.command()
@@ -118,6 +139,7 @@ def check(
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
+    no_runtime: NoRuntimeOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Report what migrate would do, and never write anything (for CI).
@@ -127,7 +149,17 @@ def check(
     processed.
     """
     raise typer.Exit(
-        _run(paths, _Mode.CHECK, target, select, ignore, exclude, quiet, show_diff=diff)
+        _run(
+            paths,
+            _Mode.CHECK,
+            target,
+            select,
+            ignore,
+            exclude,
+            quiet,
+            show_diff=diff,
+            use_runtime=not no_runtime,
+        )
     )
 
 
@@ -175,6 +207,7 @@ def _run(
     quiet: bool,
     *,
     show_diff: bool,
+    use_runtime: bool = True,
 ) -> int:
     err = _stderr()
     select_ids = _split_ids(select) if select else None
@@ -191,7 +224,16 @@ def _run(
 
     summary = report.Summary()
     if "-" in paths:
-        _stdin(mode, target, select_ids, ignore_ids, summary, err, show_diff=show_diff)
+        _stdin(
+            mode,
+            target,
+            select_ids,
+            ignore_ids,
+            summary,
+            err,
+            show_diff=show_diff,
+            use_runtime=use_runtime,
+        )
     file_paths = [Path(p) for p in paths if p != "-"]
     if file_paths:
         results = api.migrate_paths(
@@ -200,6 +242,7 @@ def _run(
             select=select_ids,
             ignore=ignore_ids,
             exclude=list(exclude or ()),
+            use_runtime=use_runtime,
         )
         for result in _with_progress(results, file_paths, exclude or (), err):
             _handle(result, mode, err, show_diff=show_diff, quiet=quiet)
@@ -260,6 +303,7 @@ def _stdin(
     err: Console,
     *,
     show_diff: bool,
+    use_runtime: bool = True,
 ) -> None:
     data = sys.stdin.buffer.read()
     try:
@@ -268,7 +312,12 @@ def _stdin(
         result = FileResult(Path("-"), Status.FAILED, error=str(exc))
     else:
         result = api.migrate_source(
-            decoded.text, target=target, path="-", select=select, ignore=ignore
+            decoded.text,
+            target=target,
+            path="-",
+            select=select,
+            ignore=ignore,
+            use_runtime=use_runtime,
         )
         result.encoding, result.bom, result.newline = (
             decoded.encoding,

@@ -21,6 +21,9 @@ ESTIMATOR_CTORS = frozenset(
     {"estimator.Estimator", "estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"}
 )
 TPU_ESTIMATOR_CTORS = frozenset({"estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"})
+RUN_CONFIGS = frozenset(
+    {"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"}
+)
 SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
 RUN_METHODS = {"train": "train", "evaluate": "eval", "predict": "predict"}
 BATCH_METHODS = frozenset({"batch", "padded_batch"})
@@ -59,7 +62,9 @@ class CtorPlan:
     """What one Estimator construction learned from the calls that use it."""
 
     model_fn: FnKey | None = None
-    convert: bool = False  # a plain Estimator whose model_fn is a def in this project
+    convert: bool = False  # a plain Estimator that becomes a TPUEstimator
+    refusal: str | None = None  # why a plain Estimator stays as it is
+    tpu: bool = False  # already a TPUEstimator
     batch_sizes: dict[Mode, list[BatchSize]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     exports: bool = False
@@ -86,16 +91,16 @@ class SourceModule:
     relative: dict[str, str]  # local name -> absolute dotted target, for relative imports
     defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     constants: dict[str, int] = field(default_factory=dict)
+    run_config_vars: set[str] = field(default_factory=set)  # names assigned a RunConfig(...)
 
 
 @dataclass
 class ProjectIndex:
+    # model_fns to migrate: every Estimator built with them becomes a TPUEstimator
     model_fns: set[FnKey] = field(default_factory=set)
     input_fns: dict[FnKey, InputFnPlan] = field(default_factory=dict)
     ctors: dict[tuple[str, str, str], CtorPlan] = field(default_factory=dict)  # (path, scope, code)
     use_sites: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
-    # model_fns of constructors that are not TPUEstimator yet, or already are
-    tpu_model_fns: set[FnKey] = field(default_factory=set)
 
     def role_of(self, path: str, qualname: str) -> tuple[bool, InputFnPlan | None]:
         key = (path, qualname)
@@ -156,6 +161,13 @@ class _DefCollector(_Scoped):
         self.src.defs[self.here] = node
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if (
+            isinstance(node.value, cst.Call)
+            and self.src.imports.tf_name(node.value.func) in RUN_CONFIGS
+        ):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.src.run_config_vars.add(t.target.value)
         if self.scope or len(node.targets) != 1:
             return
         target = node.targets[0].target
@@ -197,7 +209,8 @@ def param_names(fn: cst.FunctionDef | cst.Lambda) -> list[str]:
 class Indexer:
     """Builds a ProjectIndex from parsed modules."""
 
-    def __init__(self, modules: Sequence[SourceModule]) -> None:
+    def __init__(self, modules: Sequence[SourceModule], *, use_runtime: bool = True) -> None:
+        self.use_runtime = use_runtime
         self.modules = {m.path: m for m in modules}
         self.by_name: dict[str, str | None] = {}
         self.index = ProjectIndex()
@@ -254,8 +267,26 @@ class Indexer:
     # -- the pass -----------------------------------------------------------------------
 
     def build(self) -> ProjectIndex:
-        for src in self.modules.values():
-            _UseCollector(self, src).run()
+        collectors = [_UseCollector(self, src) for src in self.modules.values()]
+        for collector in collectors:
+            collector.collect()
+        # A model_fn shared with an Estimator that stays must stay too: a plain Estimator
+        # rejects TPUEstimatorSpec.
+        kept = {p.model_fn for p in self.index.ctors.values() if not p.convert and not p.tpu}
+        for plan in self.index.ctors.values():
+            if plan.convert and plan.model_fn in kept:
+                plan.convert = False
+                plan.refusal = (
+                    "Estimator left as it is: its model_fn is shared with an Estimator that "
+                    "cannot be converted"
+                )
+        self.index.model_fns = {
+            p.model_fn
+            for p in self.index.ctors.values()
+            if p.model_fn is not None and (p.convert or p.tpu)
+        }
+        for collector in collectors:
+            collector.finish()
         return self.index
 
 
@@ -305,8 +336,10 @@ class _UseCollector(_Scoped):
         self.specs: dict[tuple[str, str], tuple[Mode, cst.Call]] = {}
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
 
-    def run(self) -> None:
+    def collect(self) -> None:
         self.src.module.visit(self)
+
+    def finish(self) -> None:
         for scope, call, est_var, mode, input_fn in self.pending:
             self.use(scope, call, est_var, mode, input_fn)
 
@@ -333,22 +366,70 @@ class _UseCollector(_Scoped):
                 return hit
         return None
 
+    def ctor_refusal(self, node: cst.Call, plan: CtorPlan) -> str | None:
+        """Why this Estimator cannot become a TPUEstimator, or None."""
+        if plan.model_fn is None:
+            return (
+                "Estimator left as it is: its model_fn is not a function defined in this "
+                "project, so its EstimatorSpecs cannot be converted; build a TPUEstimator "
+                "by hand"
+            )
+        if any(a.star for a in node.args):
+            return "Estimator built from *args/**kwargs; convert it by hand"
+        params = call_arg(node, "params", 3)
+        if params is not None and isinstance(params.value, cst.Dict):
+            reserved = sorted(
+                str(el.key.evaluated_value)
+                for el in params.value.elements
+                if isinstance(el, cst.DictElement)
+                and isinstance(el.key, cst.SimpleString)
+                and el.key.evaluated_value in ("batch_size", "context")
+            )
+            if "context" in reserved or (reserved and plan.model_fn_reads_batch_size):
+                return (
+                    f"params uses the key(s) {', '.join(map(repr, reserved))} that "
+                    "TPUEstimator reserves (and the model_fn reads them, which breaks "
+                    "export); rename them and their readers by hand"
+                )
+        config = call_arg(node, "config", 2)
+        if config is not None and not self.ix.use_runtime and not self.is_run_config(config.value):
+            return (
+                "the config's type cannot be seen here and --no-runtime forbids "
+                "tpu_runtime.ensure_tpu_run_config; pass a tf.compat.v1.estimator.tpu.RunConfig "
+                "by hand"
+            )
+        return None
+
+    def is_run_config(self, expr: cst.BaseExpression) -> bool:
+        """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""
+        if isinstance(expr, cst.Call):
+            if self.src.imports.tf_name(expr.func) in RUN_CONFIGS:
+                return True
+            func = expr.func
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "replace"
+                and self.is_run_config(func.value)
+            )
+        return isinstance(expr, cst.Name) and expr.value in self.src.run_config_vars
+
     def visit_Call(self, node: cst.Call) -> None:
         name = self.src.imports.tf_name(node.func)
         if name in ESTIMATOR_CTORS:
             plan = self.ix.index.ctors.setdefault(
                 (self.src.path, self.here, self.code(node)), CtorPlan()
             )
+            plan.tpu = name in TPU_ESTIMATOR_CTORS
             arg = call_arg(node, "model_fn", 0)
+            key = None
             if arg is not None:
                 key = self.ix.resolve_fn(self.src, self.here, _unwrap_partial(self, arg.value))
-                if key is not None:
-                    plan.model_fn = key
-                    plan.convert = name == "estimator.Estimator"
-                    plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(key))
-                    self.ix.index.model_fns.add(key)
-                    if name in TPU_ESTIMATOR_CTORS:
-                        self.ix.index.tpu_model_fns.add(key)
+            plan.model_fn = key
+            if key is not None:
+                plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(key))
+            if not plan.tpu:
+                plan.refusal = self.ctor_refusal(node, plan)
+                plan.convert = plan.refusal is None
             return
         if name in SPEC_CTORS:
             arg = call_arg(node, "input_fn", 0)

@@ -11,7 +11,7 @@ from est2tpu.rule import Rule
 RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
 # Positional parameters of Estimator; TPUEstimator shares the first four.
 ESTIMATOR_POSITIONAL = ("model_fn", "model_dir", "config", "params", "warm_start_from")
-RESERVED_PARAMS = ("batch_size", "context")
+_UNKNOWN = "Estimator left as it is: it was not seen when the project was indexed"
 
 
 class TpuEstimator(Rule):
@@ -32,52 +32,23 @@ class TpuEstimator(Rule):
             return updated_node
         plan = self.state.index.ctors.get((self.state.path, self.here, node_code(original_node)))
         if plan is None or not plan.convert:
-            self.refuse(
-                original_node,
-                "Estimator left as it is: its model_fn is not a function defined in this "
-                "project, so its EstimatorSpecs cannot be converted; build a TPUEstimator "
-                "by hand",
-            )
-            return updated_node
-        if any(a.star for a in original_node.args):
-            self.refuse(original_node, "Estimator built from *args/**kwargs; convert it by hand")
+            self.refuse(original_node, plan.refusal if plan and plan.refusal else _UNKNOWN)
             return updated_node
         problems = list(dict.fromkeys(plan.problems))
         sizes = self._batch_sizes(plan, problems)
         params_arg = kwarg(original_node, "params") or _positional(original_node, 3)
         user_batch: cst.DictElement | None = None
         if params_arg is not None and isinstance(params_arg.value, cst.Dict):
-            reserved = {
-                el.key.evaluated_value: el
-                for el in params_arg.value.elements
-                if isinstance(el, cst.DictElement)
-                and isinstance(el.key, cst.SimpleString)
-                and el.key.evaluated_value in RESERVED_PARAMS
-            }
-            if "context" in reserved or (
-                "batch_size" in reserved and plan.model_fn_reads_batch_size
-            ):
-                self.refuse(
-                    original_node,
-                    f"params uses the key(s) {', '.join(map(repr, sorted(reserved)))} that "
-                    "TPUEstimator reserves (and the model_fn reads them, which breaks export); "
-                    "rename them and their readers by hand",
-                )
-                return updated_node
-            user_batch = reserved.get("batch_size")  # type: ignore[assignment]
-        config_arg = kwarg(original_node, "config") or _positional(original_node, 2)
-        if (
-            config_arg is not None
-            and not self._is_run_config(config_arg.value)
-            and not self.has_runtime("ensure_tpu_run_config")
-        ):
-            self.refuse(
-                original_node,
-                "the config's type cannot be seen here and --no-runtime forbids "
-                "tpu_runtime.ensure_tpu_run_config; pass a tf.compat.v1.estimator.tpu.RunConfig "
-                "by hand",
+            user_batch = next(
+                (
+                    el
+                    for el in params_arg.value.elements
+                    if isinstance(el, cst.DictElement)
+                    and isinstance(el.key, cst.SimpleString)
+                    and el.key.evaluated_value == "batch_size"
+                ),
+                None,
             )
-            return updated_node
         for problem in problems:
             self.refuse(original_node, problem)
         call = _keyword_positionals(updated_node)
