@@ -21,6 +21,11 @@ ESTIMATOR_CTORS = frozenset(
     {"estimator.Estimator", "estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"}
 )
 TPU_ESTIMATOR_CTORS = frozenset({"estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"})
+KERAS_TO_ESTIMATOR = frozenset({"keras.estimator.model_to_estimator"})
+# params-aware shim versions exist for these; name -> positional index of batch_size
+NUMPY_INPUTS = {"estimator.inputs.numpy_input_fn": 2, "estimator.inputs.pandas_input_fn": 2}
+DEFAULT_NUMPY_BATCH = "128"
+PREMADE_SUFFIXES = ("Classifier", "Regressor", "Estimator")
 RUN_CONFIGS = frozenset(
     {"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"}
 )
@@ -69,6 +74,23 @@ class CtorPlan:
     problems: list[str] = field(default_factory=list)
     exports: bool = False
     model_fn_reads_batch_size: bool = False
+    keras: bool = False  # built by model_to_estimator from a compiled Keras model
+    premade: bool = False  # DNNClassifier & co.: stays an Estimator (TPU010 reports it)
+
+
+def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:
+    """One batch size per mode, or a problem when the calls disagree."""
+    sizes: dict[Mode, str] = {}
+    for mode in Mode:
+        codes = list(dict.fromkeys(b.code for b in plan.batch_sizes.get(mode, [])))
+        if len(codes) == 1:
+            sizes[mode] = codes[0]
+        elif len(codes) > 1:
+            problems.append(
+                f"{mode.value} input functions use different batch sizes "
+                f"({', '.join(codes)}); TPUEstimator takes one {mode.value}_batch_size"
+            )
+    return sizes
 
 
 @dataclass
@@ -100,6 +122,12 @@ class ProjectIndex:
     model_fns: set[FnKey] = field(default_factory=set)
     input_fns: dict[FnKey, InputFnPlan] = field(default_factory=dict)
     ctors: dict[tuple[str, str, str], CtorPlan] = field(default_factory=dict)  # (path, scope, code)
+    # train_and_evaluate calls -> the constructor key of their estimator, if known
+    train_and_evaluate: dict[tuple[str, str, str], tuple[str, str, str] | None] = field(
+        default_factory=dict
+    )
+    # numpy_input_fn/pandas_input_fn calls whose batch size moves to a TPUEstimator
+    numpy_inputs: set[tuple[str, str, str]] = field(default_factory=set)
     use_sites: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
 
     def role_of(self, path: str, qualname: str) -> tuple[bool, InputFnPlan | None]:
@@ -270,9 +298,16 @@ class Indexer:
         collectors = [_UseCollector(self, src) for src in self.modules.values()]
         for collector in collectors:
             collector.collect()
+        if not self.use_runtime:
+            for collector in collectors:
+                collector.refuse_shim_only_uses()
         # A model_fn shared with an Estimator that stays must stay too: a plain Estimator
         # rejects TPUEstimatorSpec.
-        kept = {p.model_fn for p in self.index.ctors.values() if not p.convert and not p.tpu}
+        kept = {
+            p.model_fn
+            for p in self.index.ctors.values()
+            if not p.convert and not p.tpu and p.model_fn is not None
+        }
         for plan in self.index.ctors.values():
             if plan.convert and plan.model_fn in kept:
                 plan.convert = False
@@ -334,10 +369,28 @@ class _UseCollector(_Scoped):
         # variable name (scope, name) -> constructor key
         self.estimators: dict[tuple[str, str], tuple[str, str, str]] = {}
         self.specs: dict[tuple[str, str], tuple[Mode, cst.Call]] = {}
+        self.numpy_inputs: dict[tuple[str, str], cst.Call] = {}
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
 
     def collect(self) -> None:
         self.src.module.visit(self)
+
+    def refuse_shim_only_uses(self) -> None:
+        """Under --no-runtime, an Estimator fed by numpy/pandas_input_fn stays as it is."""
+        for scope, _call, est_var, _mode, input_fn in self.pending:
+            saved, self.scope = self.scope, scope.split(".") if scope else []
+            try:
+                ctor = self.lookup(self.estimators, est_var) if est_var else None  # type: ignore[arg-type]
+                numpy_call, _ = self.numpy_input(input_fn)
+            finally:
+                self.scope = saved
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None  # type: ignore[call-overload]
+            if plan is not None and numpy_call is not None and plan.convert:
+                plan.convert = False
+                plan.refusal = (
+                    "Estimator left as it is: its numpy/pandas input functions need the "
+                    "params-aware versions in est2tpu.runtime, which --no-runtime forbids"
+                )
 
     def finish(self) -> None:
         for scope, call, est_var, mode, input_fn in self.pending:
@@ -353,8 +406,15 @@ class _UseCollector(_Scoped):
         if target is None:
             return
         name = self.src.imports.tf_name(node.value.func)
-        if name in ESTIMATOR_CTORS:
+        if name in ESTIMATOR_CTORS or name in KERAS_TO_ESTIMATOR:
             self.estimators[(self.here, target)] = (self.src.path, self.here, self.code(node.value))
+        elif name is not None and name.startswith("estimator.") and name.endswith(PREMADE_SUFFIXES):
+            # A premade estimator: known, and it stays an Estimator.
+            key = (self.src.path, self.here, self.code(node.value))
+            self.ix.index.ctors.setdefault(key, CtorPlan(premade=True))
+            self.estimators[(self.here, target)] = key
+        elif name in NUMPY_INPUTS:
+            self.numpy_inputs[(self.here, target)] = node.value
         elif name in SPEC_CTORS:
             self.specs[(self.here, target)] = (Mode(SPEC_CTORS[name]), node.value)
 
@@ -415,6 +475,15 @@ class _UseCollector(_Scoped):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.src.imports.tf_name(node.func)
+        if name in KERAS_TO_ESTIMATOR:
+            plan = self.ix.index.ctors.setdefault(
+                (self.src.path, self.here, self.code(node)), CtorPlan()
+            )
+            plan.keras = True
+            plan.convert = not any(a.star for a in node.args)
+            if not plan.convert:
+                plan.refusal = "model_to_estimator called with *args/**kwargs; convert it by hand"
+            return
         if name in ESTIMATOR_CTORS:
             plan = self.ix.index.ctors.setdefault(
                 (self.src.path, self.here, self.code(node)), CtorPlan()
@@ -439,6 +508,8 @@ class _UseCollector(_Scoped):
         if name == "estimator.train_and_evaluate":
             est = call_arg(node, "estimator", 0)
             est_name = dotted(est.value) if est else None
+            ctor = self.lookup(self.estimators, est_name) if est_name else None  # type: ignore[arg-type]
+            self.ix.index.train_and_evaluate[(self.src.path, self.here, self.code(node))] = ctor  # type: ignore[assignment]
             for kw, pos in (("train_spec", 1), ("eval_spec", 2)):
                 arg = call_arg(node, kw, pos)
                 if arg is None or est_name is None:
@@ -516,6 +587,19 @@ class _UseCollector(_Scoped):
         bindings: dict[str, cst.BaseExpression] = {}
         via_lambda: cst.Lambda | None = None
         target_key: FnKey | None = None
+        numpy_call, numpy_scope = self.numpy_input(expr)
+        if numpy_call is not None:
+            if commit:
+                site.tpu = True
+                self.ix.index.numpy_inputs.add(
+                    (self.src.path, numpy_scope, self.code(numpy_call))
+                )
+            size = call_arg(numpy_call, "batch_size", NUMPY_INPUTS[
+                self.src.imports.tf_name(numpy_call.func) or ""
+            ])
+            if size is None:
+                return BatchSize(mode, DEFAULT_NUMPY_BATCH, True)
+            return self.batch_from_call_site(mode, size.value)
         if isinstance(expr, cst.Lambda):
             if param_names(expr) and "params" not in param_names(expr):
                 site.problems.append(
@@ -627,6 +711,19 @@ class _UseCollector(_Scoped):
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
         return None
+
+    def numpy_input(self, expr: cst.BaseExpression) -> tuple[cst.Call | None, str]:
+        """A numpy_input_fn/pandas_input_fn call used as the input_fn, and its scope."""
+        if isinstance(expr, cst.Call) and self.src.imports.tf_name(expr.func) in NUMPY_INPUTS:
+            return expr, self.here
+        if isinstance(expr, cst.Name):
+            parts = self.here.split(".") if self.here else []
+            for i in range(len(parts), -1, -1):
+                scope = ".".join(parts[:i])
+                hit = self.numpy_inputs.get((scope, expr.value))
+                if hit is not None:
+                    return hit, scope
+        return None, self.here
 
     @staticmethod
     def forward_params(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
-from est2tpu.index import CtorPlan, Mode, node_code
+from est2tpu.index import Mode, node_code, resolved_batch_sizes
 from est2tpu.rule import Rule
 
 RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
@@ -35,7 +35,7 @@ class TpuEstimator(Rule):
             self.refuse(original_node, plan.refusal if plan and plan.refusal else _UNKNOWN)
             return updated_node
         problems = list(dict.fromkeys(plan.problems))
-        sizes = self._batch_sizes(plan, problems)
+        sizes = resolved_batch_sizes(plan, problems)
         params_arg = kwarg(original_node, "params") or _positional(original_node, 3)
         user_batch: cst.DictElement | None = None
         if params_arg is not None and isinstance(params_arg.value, cst.Dict):
@@ -89,20 +89,6 @@ class TpuEstimator(Rule):
                 and self._is_run_config(expr.func.value)
             )
         return isinstance(expr, cst.Name) and expr.value in self.run_config_vars
-
-    @staticmethod
-    def _batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:
-        sizes: dict[Mode, str] = {}
-        for mode in Mode:
-            codes = list(dict.fromkeys(b.code for b in plan.batch_sizes.get(mode, [])))
-            if len(codes) == 1:
-                sizes[mode] = codes[0]
-            elif len(codes) > 1:
-                problems.append(
-                    f"{mode.value} input functions use different batch sizes "
-                    f"({', '.join(codes)}); TPUEstimator takes one {mode.value}_batch_size"
-                )
-        return sizes
 
 
 def _positional(call: cst.Call, index: int) -> cst.Arg | None:

@@ -303,9 +303,13 @@ def _classes() -> dict[str, type]:
 
 def _keras_optimizer_config(optimizer: Any) -> tuple[str, dict[str, Any]]:
     """Return (Keras class name, config) of a Keras optimizer, new or legacy."""
+    import tensorflow as tf
+
     name = type(optimizer).__name__
     try:
-        config = dict(optimizer.get_config())
+        # Keras reads variable hyperparameters with .numpy(): lift out of any graph.
+        with tf.init_scope():
+            config = dict(optimizer.get_config())
     except (NotImplementedError, AttributeError) as exc:
         raise _unmappable(name, "it has no get_config()") from exc
     for key in _UNMAPPABLE_SETTINGS:
@@ -320,13 +324,19 @@ def _keras_optimizer_config(optimizer: Any) -> tuple[str, dict[str, Any]]:
 def tf1_optimizer(keras_optimizer: Any, global_step: Any = None) -> Any:
     """Return the ``tf.compat.v1.train`` optimizer equivalent to ``keras_optimizer``.
 
-    Must be called inside the graph that will train (the model_fn): a learning
-    rate schedule is evaluated at ``global_step`` there.  See the module
+    Must be called inside the graph that will train (the model_fn), with a
+    ``keras_optimizer`` created outside it (Keras serializes its
+    hyperparameters eagerly); a learning rate schedule is evaluated at
+    ``global_step``.  See the module
     docstring for the mapping; anything not mapped exactly raises ValueError.
     """
+    name, config = _keras_optimizer_config(keras_optimizer)
+    return _tf1_from_config(name, config, global_step)
+
+
+def _tf1_from_config(name: str, config: dict[str, Any], global_step: Any = None) -> Any:
     import tensorflow as tf
 
-    name, config = _keras_optimizer_config(keras_optimizer)
     learning_rate = config.get("learning_rate")
     if isinstance(learning_rate, dict):
         schedule = tf.keras.optimizers.schedules.deserialize(learning_rate)
@@ -409,6 +419,8 @@ def _make_model_fn(
     modes = tf.estimator.ModeKeys
     tpu = tf.compat.v1.estimator.tpu
     optimizer_config = legacy_optimizer.get_config()
+    # Read now, eagerly: Keras cannot serialize its hyperparameters in a graph.
+    optimizer_name, tf1_config = _keras_optimizer_config(legacy_optimizer)
     default_key = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
     def model_fn(features: Any, labels: Any, mode: Any, params: Any) -> Any:
@@ -430,7 +442,7 @@ def _make_model_fn(
             spec["eval_metrics"] = _eval_metrics(model, metric_names_map)
         if mode == modes.TRAIN:
             global_step = tf.compat.v1.train.get_or_create_global_step()
-            optimizer = tf1_optimizer(legacy_optimizer, global_step)
+            optimizer = _tf1_from_config(optimizer_name, tf1_config, global_step)
             if on_tpu:
                 optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
             minimize = optimizer.minimize(

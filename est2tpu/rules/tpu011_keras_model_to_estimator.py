@@ -1,0 +1,42 @@
+"""TPU011: `tf.keras.estimator.model_to_estimator(...)` -> a TPUEstimator from the shim."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.cstutil import explode, is_multiline, too_long, with_kwarg
+from est2tpu.index import KERAS_TO_ESTIMATOR, node_code, resolved_batch_sizes
+from est2tpu.rule import Rule
+
+
+class KerasModelToEstimator(Rule):
+    ID = "TPU011"
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if self.tf_name(original_node.func) not in KERAS_TO_ESTIMATOR:
+            return updated_node
+        plan = self.state.index.ctors.get((self.state.path, self.here, node_code(original_node)))
+        if plan is None or not plan.convert:
+            self.refuse(
+                original_node,
+                plan.refusal if plan and plan.refusal else "model_to_estimator left as it is",
+            )
+            return updated_node
+        if not self.has_runtime("model_to_estimator"):
+            self.refuse(
+                original_node,
+                "model_to_estimator needs est2tpu.runtime.model_to_estimator to become a "
+                "TPUEstimator, which --no-runtime forbids; write a model_fn by hand",
+            )
+            return updated_node
+        problems: list[str] = list(dict.fromkeys(plan.problems))
+        sizes = resolved_batch_sizes(plan, problems)
+        for problem in problems:
+            self.refuse(original_node, problem)
+        call = updated_node.with_changes(func=self.runtime("model_to_estimator"))
+        for mode, code in sizes.items():
+            call = with_kwarg(call, f"{mode.value}_batch_size", cst.parse_expression(code))
+        if not is_multiline(original_node) and too_long(call):
+            call = explode(call)
+        self.record(original_node, "model_to_estimator -> TPUEstimator from the Keras model")
+        return call
