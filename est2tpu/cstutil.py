@@ -37,7 +37,9 @@ def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call
         args[-1] = args[-1].with_changes(comma=separator)
         args.append(new.with_changes(comma=closing))
     elif args:
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args[-1] = args[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
         args.append(new)
     else:
         args.append(new)
@@ -226,7 +228,11 @@ def explode(call: cst.Call, depth: int = 1) -> cst.Call:
     out = []
     for i, arg in enumerate(args):
         last = i == len(args) - 1
-        out.append(arg.with_changes(comma=cst.Comma(whitespace_after=_continuation(depth - 1 if last else depth))))
+        out.append(
+            arg.with_changes(
+                comma=cst.Comma(whitespace_after=_continuation(depth - 1 if last else depth))
+            )
+        )
     return call.with_changes(whitespace_before_args=_continuation(depth), args=out)
 
 

@@ -18,7 +18,14 @@ from est2tpu.rule import FileState, Rule
 MAX_PASSES = 4
 
 # Bytes any rule can react to. A file without one of them is never parsed.
-PREFILTER_TOKENS = (b"stimator", b"tpu", b"RunConfig", b"export_savedmodel", b"input_fn", b"model_fn")
+PREFILTER_TOKENS = (
+    b"stimator",
+    b"tpu",
+    b"RunConfig",
+    b"export_savedmodel",
+    b"input_fn",
+    b"model_fn",
+)
 
 
 def may_match(data: bytes) -> bool:

@@ -26,9 +26,7 @@ KERAS_TO_ESTIMATOR = frozenset({"keras.estimator.model_to_estimator"})
 NUMPY_INPUTS = {"estimator.inputs.numpy_input_fn": 2, "estimator.inputs.pandas_input_fn": 2}
 DEFAULT_NUMPY_BATCH = "128"
 PREMADE_SUFFIXES = ("Classifier", "Regressor", "Estimator")
-RUN_CONFIGS = frozenset(
-    {"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"}
-)
+RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
 SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
 RUN_METHODS = {"train": "train", "evaluate": "eval", "predict": "predict"}
 BATCH_METHODS = frozenset({"batch", "padded_batch"})
@@ -591,15 +589,15 @@ class _UseCollector(_Scoped):
         if numpy_call is not None:
             if commit:
                 site.tpu = True
-                self.ix.index.numpy_inputs.add(
-                    (self.src.path, numpy_scope, self.code(numpy_call))
-                )
-            size = call_arg(numpy_call, "batch_size", NUMPY_INPUTS[
-                self.src.imports.tf_name(numpy_call.func) or ""
-            ])
-            if size is None:
+                self.ix.index.numpy_inputs.add((self.src.path, numpy_scope, self.code(numpy_call)))
+            numpy_batch = call_arg(
+                numpy_call,
+                "batch_size",
+                NUMPY_INPUTS[self.src.imports.tf_name(numpy_call.func) or ""],
+            )
+            if numpy_batch is None:
                 return BatchSize(mode, DEFAULT_NUMPY_BATCH, True)
-            return self.batch_from_call_site(mode, size.value)
+            return self.batch_from_call_site(mode, numpy_batch.value)
         if isinstance(expr, cst.Lambda):
             if param_names(expr) and "params" not in param_names(expr):
                 site.problems.append(

@@ -89,7 +89,7 @@ class Rule(ContextAwareTransformer):
             self.scope.append(node.name.value)
         return super().on_visit(node)
 
-    def on_leave(
+    def on_leave(  # type: ignore[override]
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
         result = super().on_leave(original_node, updated_node)
@@ -140,7 +140,7 @@ class Rule(ContextAwareTransformer):
             return attr_chain(f"{alias}.{name}")
         v1 = imports.alias_for("tensorflow.compat.v1")
         if v1 is not None and name.startswith("compat.v1."):
-            return attr_chain(f"{v1}.{name[len('compat.v1.'):]}")
+            return attr_chain(f"{v1}.{name[len('compat.v1.') :]}")
         if "tf" in imports.bound_names():
             AddImportsVisitor.add_needed_import(self.context, "tensorflow")
             return attr_chain(f"tensorflow.{name}")
@@ -181,9 +181,7 @@ class Rule(ContextAwareTransformer):
                 self.tf("distribute.cluster_resolver.TPUClusterResolver")
             ),
         }
-        helpers = [
-            cst.parse_statement(NO_RUNTIME_HELPERS[n][1].format(**names)) for n in missing
-        ]
+        helpers = [cst.parse_statement(NO_RUNTIME_HELPERS[n][1].format(**names)) for n in missing]
         body = list(updated_node.body)
         at = 0
         for i, stmt in enumerate(body):
@@ -192,12 +190,10 @@ class Rule(ContextAwareTransformer):
             ):
                 at = i + 1
         blank = cst.EmptyLine()
-        helpers = [h.with_changes(leading_lines=[blank, blank]) for h in helpers]  # type: ignore[union-attr]
+        helpers = [h.with_changes(leading_lines=[blank, blank]) for h in helpers]
         if at < len(body):
             body[at] = body[at].with_changes(leading_lines=[blank, blank])
         return updated_node.with_changes(body=[*body[:at], *helpers, *body[at:]])
-
-
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         return self.state.imports.tf_name(node)

@@ -25,7 +25,11 @@ COMPAT_TPU = frozenset(
         "cross_replica_sum",
     }
 )
-OLD_ROOTS = ("tensorflow.contrib.tpu.", "tensorflow.estimator.tpu.", "tensorflow_estimator.estimator.tpu.")
+OLD_ROOTS = (
+    "tensorflow.contrib.tpu.",
+    "tensorflow.estimator.tpu.",
+    "tensorflow_estimator.estimator.tpu.",
+)
 RESOLVERS = {
     "tensorflow.contrib.cluster_resolver.TPUClusterResolver": "distribute.cluster_resolver.TPUClusterResolver",
 }

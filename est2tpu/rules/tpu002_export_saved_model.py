@@ -17,10 +17,17 @@ class ExportSavedModel(Rule):
         # Only Estimator ever had `export_savedmodel`; its arguments carried over unchanged
         # (export_dir_base, serving_input_receiver_fn, ...), except `strip_default_attrs`,
         # whose default changed from False to True.
-        if not any(a.keyword and a.keyword.value == "strip_default_attrs" for a in updated_node.args):
+        if not any(
+            a.keyword and a.keyword.value == "strip_default_attrs" for a in updated_node.args
+        ):
             positional = [a for a in updated_node.args if a.keyword is None]
             if len(positional) > 4:
-                self.refuse(original_node, "export_savedmodel with positional strip_default_attrs; rename by hand")
+                self.refuse(
+                    original_node,
+                    "export_savedmodel with positional strip_default_attrs; rename by hand",
+                )
                 return updated_node
         self.record(original_node, "export_savedmodel -> export_saved_model")
-        return updated_node.with_changes(func=func.with_changes(attr=cst.Name("export_saved_model")))
+        return updated_node.with_changes(
+            func=func.with_changes(attr=cst.Name("export_saved_model"))
+        )

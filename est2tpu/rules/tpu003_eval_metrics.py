@@ -20,8 +20,14 @@ from est2tpu.rule import Rule
 
 SPECS = frozenset({"estimator.EstimatorSpec"})
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
-SCALAR_CALLS = ("losses.", "compat.v1.losses.", "reduce_mean", "reduce_sum", "math.reduce_mean",
-                "math.reduce_sum")
+SCALAR_CALLS = (
+    "losses.",
+    "compat.v1.losses.",
+    "reduce_mean",
+    "reduce_sum",
+    "math.reduce_mean",
+    "math.reduce_sum",
+)
 
 
 class Refusal(Exception):
@@ -55,11 +61,7 @@ class EvalMetrics(Rule):
             values = {id(s): kwarg(s, "eval_metric_ops").value for s in specs}  # type: ignore[union-attr]
             names = {dotted(v) for v in values.values() if isinstance(v, cst.Name)} - {"None"}
             inline = [s for s in specs if isinstance(values[id(s)], cst.Dict)]
-            other = [
-                s
-                for s in specs
-                if not isinstance(values[id(s)], (cst.Dict, cst.Name))
-            ]
+            other = [s for s in specs if not isinstance(values[id(s)], (cst.Dict, cst.Name))]
             if other:
                 raise Refusal(
                     "eval_metric_ops comes from an expression (a helper call?) whose metrics "
@@ -85,9 +87,9 @@ class EvalMetrics(Rule):
         locals_ = assigned_names(fn)
         reads: dict[str, list[cst.Name]] = {}
         for expr in exprs:
-            for name in free_names(expr):
-                if name.value in locals_ and name.value != own:
-                    reads.setdefault(name.value, []).append(name)
+            for read in free_names(expr):
+                if read.value in locals_ and read.value != own:
+                    reads.setdefault(read.value, []).append(read)
         subscripted = _subscripts(exprs)
         atoms: list[Atom] = []
         used_params: set[str] = set()
@@ -96,7 +98,8 @@ class EvalMetrics(Rule):
                 continue
             values = locals_[name]
             if any(
-                isinstance(v, cst.Call) and (self.tf_name(v.func) or "").startswith(
+                isinstance(v, cst.Call)
+                and (self.tf_name(v.func) or "").startswith(
                     ("metrics.", "compat.v1.metrics.", "keras.metrics.")
                 )
                 for v in values
@@ -178,9 +181,7 @@ class EvalMetrics(Rule):
         if any(not isinstance(e, cst.DictElement) for e in metrics.elements):
             raise Refusal("eval_metric_ops uses **unpacking; lift the metrics by hand")
         atoms = self._atoms(fn, [metrics], None)
-        metric_fn = self._metric_fn(
-            fn, atoms, [cst.SimpleStatementLine([cst.Return(metrics)])]
-        )
+        metric_fn = self._metric_fn(fn, atoms, [cst.SimpleStatementLine([cst.Return(metrics)])])
         value = cst.Tuple(
             [cst.Element(cst.Name(metric_fn.name.value)), cst.Element(self._tensor_list(atoms))]
         )
@@ -197,14 +198,9 @@ class EvalMetrics(Rule):
     def _lift_variable(self, fn: cst.FunctionDef, var: str) -> cst.FunctionDef:
         block, indices = _defining_statements(fn, var)
         statements = [block.body[i] for i in indices]
-        between = [
-            block.body[i]
-            for i in range(indices[0], indices[-1] + 1)
-            if i not in indices
-        ]
+        between = [block.body[i] for i in range(indices[0], indices[-1] + 1) if i not in indices]
         atoms = self._atoms(fn, statements, var)
-        bases = {dotted(a.expr) or dotted(a.expr.value) for a in atoms  # type: ignore[attr-defined]
-                 if isinstance(a.expr, (cst.Name, cst.Subscript))}
+        bases = {_base_name(a.expr) for a in atoms}
         for stmt in between:
             if bases & set(_assigned_in(stmt)):
                 raise Refusal(
@@ -234,7 +230,10 @@ class EvalMetrics(Rule):
         for i, stmt in enumerate(block.body):
             if i in indices:
                 if i == indices[-1]:
-                    new_body.append(metric_fn.with_changes(leading_lines=first.leading_lines))
+                    leading = (
+                        first.leading_lines if isinstance(first, cst.SimpleStatementLine) else ()
+                    )
+                    new_body.append(metric_fn.with_changes(leading_lines=leading))
                     new_body.append(assign)
                 continue
             new_body.append(stmt)
@@ -306,6 +305,13 @@ def _subscripts(exprs: Sequence[cst.CSTNode]) -> dict[str, tuple[dict[str, cst.S
     return found
 
 
+def _base_name(expr: cst.BaseExpression) -> str | None:
+    """`x` for an atom `x` or `x["key"]`."""
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return dotted(expr)
+
+
 def _identifier(text: str) -> str:
     text = re.sub(r"\W", "_", text)
     return text if text[:1].isalpha() or text[:1] == "_" else f"_{text}"
@@ -331,9 +337,7 @@ def _assigned_in(stmt: cst.CSTNode) -> list[str]:
     return out
 
 
-def _defining_statements(
-    fn: cst.FunctionDef, var: str
-) -> tuple[cst.IndentedBlock, list[int]]:
+def _defining_statements(fn: cst.FunctionDef, var: str) -> tuple[cst.IndentedBlock, list[int]]:
     """The block and indices of `var = {...}` and the `var[k] = ...`/`var.update` after it."""
     blocks: list[cst.IndentedBlock] = []
 
@@ -422,7 +426,9 @@ def _insert_before_statement(
                 if isinstance(orig, cst.SimpleStatementLine) and _contains(orig, spec):
                     body.append(metric_fn.with_changes(leading_lines=orig.leading_lines))
                     new = new.with_changes(leading_lines=())
-                    new = new.deep_replace(_find(new, spec), new_spec)  # type: ignore[assignment]
+                    replaced = new.deep_replace(_find(new, spec), new_spec)
+                    assert isinstance(replaced, cst.SimpleStatementLine)
+                    new = replaced
                 body.append(new)
             return updated_node.with_changes(body=body)
 

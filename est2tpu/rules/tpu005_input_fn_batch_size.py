@@ -89,7 +89,10 @@ class InputFnBatchSize(Rule):
                 arg = batch_size_arg(u)
                 if to_params and arg is not None and not is_params_batch_size(arg.value):
                     u = u.with_changes(
-                        args=[a.with_changes(value=params_subscript()) if a is arg else a for a in u.args]
+                        args=[
+                            a.with_changes(value=params_subscript()) if a is arg else a
+                            for a in u.args
+                        ]
                     )
                     rule.record(o, "batch size read from params['batch_size']")
                 if drop is not None and kwarg(u, "drop_remainder") is None:
@@ -125,7 +128,11 @@ class InputFnBatchSize(Rule):
                 )
         if name == "estimator.EvalSpec" and site.tpu:
             steps = kwarg(original_node, "steps")
-            if steps is not None and isinstance(steps.value, cst.Name) and steps.value.value == "None":
+            if (
+                steps is not None
+                and isinstance(steps.value, cst.Name)
+                and steps.value.value == "None"
+            ):
                 self.refuse(
                     original_node,
                     "EvalSpec(steps=None): TPU evaluation cannot stop at the end of the input; "
