@@ -4,6 +4,8 @@
 # - .venv: the tool and its test dependencies (no TensorFlow).
 # - .venv-tf215: TensorFlow 2.15 for the tests that train migrated code, built by
 #   scripts/tf215-env.sh; when it exists those tests are required, not skipped.
+# - .venv-tfcur: current TensorFlow (+ tf-keras) for the tf2 target's tests, built by
+#   scripts/tfcur-env.sh.
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,12 @@ fi
 
 if [ -f scripts/tf215-env.sh ]; then
   bash scripts/tf215-env.sh
+fi
+if [ -f scripts/tfcur-env.sh ]; then
+  bash scripts/tfcur-env.sh
+fi
+if [ -x .venv-tfcur/bin/python ]; then
+  export EST2TPU_TFCUR_PYTHON="$PWD/.venv-tfcur/bin/python"
 fi
 if [ -x .venv-tf215/bin/python ]; then
   export EST2TPU_TF215_PYTHON="$PWD/.venv-tf215/bin/python"
