@@ -24,8 +24,10 @@ MIGRATION = [
     ("import tensorflow as tf\n", "import tensorflow as tf\n\nimport est2tpu.runtime\n"),
     (
         "        return tf.estimator.EstimatorSpec(mode=mode, predictions=predictions)",
-        "        return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode=mode, "
-        "predictions=predictions)",
+        (
+            "        return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode=mode, "
+            "predictions=predictions)"
+        ),
     ),
     (
         """        eval_metric_ops = {
@@ -49,21 +51,30 @@ MIGRATION = [
     ),
     (
         "    train_op = optimizer.minimize(",
-        '    if params["use_tpu"]:\n'
-        "        optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)\n"
-        "    train_op = optimizer.minimize(",
+        (
+            '    if params["use_tpu"]:\n'
+            "        optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)\n"
+            "    train_op = optimizer.minimize("
+        ),
     ),
     (
         "    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)",
-        "    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode=mode, loss=loss, "
-        "train_op=train_op)",
+        (
+            "    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode=mode, loss=loss, "
+            "train_op=train_op)"
+        ),
     ),
-    ("    estimator = tf.estimator.Estimator(\n", "    estimator = tf.compat.v1.estimator.tpu.TPUEstimator(\n"),
+    (
+        "    estimator = tf.estimator.Estimator(\n",
+        "    estimator = tf.compat.v1.estimator.tpu.TPUEstimator(\n",
+    ),
     (
         "        config=tf.estimator.RunConfig(tf_random_seed=SEED),\n",
-        "        config=est2tpu.runtime.ensure_tpu_run_config(tf.estimator.RunConfig(tf_random_seed=SEED)),\n"
-        "        use_tpu=est2tpu.runtime.use_tpu(),\n"
-        "        train_batch_size=32,\n        eval_batch_size=32,\n        predict_batch_size=32,\n",
+        (
+            "        config=est2tpu.runtime.ensure_tpu_run_config(tf.estimator.RunConfig(tf_random_seed=SEED)),\n"
+            "        use_tpu=est2tpu.runtime.use_tpu(),\n"
+            "        train_batch_size=32,\n        eval_batch_size=32,\n        predict_batch_size=32,\n"
+        ),
     ),
     (
         'x={"x": TRAIN_X}, y=TRAIN_Y, batch_size=32, num_epochs=None, shuffle=False',
@@ -88,7 +99,9 @@ def test_migrated_numpy_project_is_identical(tmp_path: Path) -> None:
     text = (copy / "train.py").read_text()
     assert text.count("tf.compat.v1.estimator.inputs.numpy_input_fn(") == 3
     (copy / "train.py").write_text(
-        text.replace("tf.compat.v1.estimator.inputs.numpy_input_fn(", "est2tpu.runtime.numpy_input_fn(")
+        text.replace(
+            "tf.compat.v1.estimator.inputs.numpy_input_fn(", "est2tpu.runtime.numpy_input_fn("
+        )
     )
     hand_migrate(copy / "train.py", MIGRATION)
     migrated = harness.run_project(copy, harness.PROJECTS[PROJECT].entry, tmp_path / "run")
@@ -172,8 +185,11 @@ def test_input_functions_match_the_originals_off_tpu_and_are_datasets_on_tpu() -
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["shim"] == report["original"]
     assert [labels for _, _, labels in report["shim"]] == [
-        [100, 101, 102, 103], [104, 105, 106, 107], [108, 109, 100, 101],
-        [102, 103, 104, 105], [106, 107, 108, 109],
+        [100, 101, 102, 103],
+        [104, 105, 106, 107],
+        [108, 109, 100, 101],
+        [102, 103, 104, 105],
+        [106, 107, 108, 109],
     ]
     assert report["default_batch"] == 10  # 128 by default, all ten rows
     assert report["shuffled_labels"] == list(range(100, 110))

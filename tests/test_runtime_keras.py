@@ -32,8 +32,10 @@ MIGRATION = [
     ("tf.keras.estimator.model_to_estimator(", "est2tpu.runtime.model_to_estimator("),
     (
         "config=tf.estimator.RunConfig(tf_random_seed=SEED),",
-        "config=tf.estimator.RunConfig(tf_random_seed=SEED),\n"
-        "        train_batch_size=32,\n        eval_batch_size=32,\n        predict_batch_size=32,",
+        (
+            "config=tf.estimator.RunConfig(tf_random_seed=SEED),\n"
+            "        train_batch_size=32,\n        eval_batch_size=32,\n        predict_batch_size=32,"
+        ),
     ),
     ("input_fn=lambda: input_fn(32), ", 'input_fn=lambda params: input_fn(params["batch_size"]), '),
     (

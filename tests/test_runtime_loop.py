@@ -38,8 +38,10 @@ MIGRATION = [
     ),
     (
         "        return tf.estimator.EstimatorSpec(\n            mode=mode,\n            predictions=",
-        "        return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(\n"
-        "            mode=mode,\n            predictions=",
+        (
+            "        return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(\n"
+            "            mode=mode,\n            predictions="
+        ),
     ),
     (
         """        eval_metric_ops = {
@@ -57,27 +59,38 @@ MIGRATION = [
     ),
     (
         "    train_op = optimizer.minimize(",
-        '    if params["use_tpu"]:\n'
-        "        optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)\n"
-        "    train_op = optimizer.minimize(",
+        (
+            '    if params["use_tpu"]:\n'
+            "        optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)\n"
+            "    train_op = optimizer.minimize("
+        ),
     ),
     (
         "    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)",
-        "    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode=mode, loss=loss, "
-        "train_op=train_op)",
+        (
+            "    return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode=mode, loss=loss, "
+            "train_op=train_op)"
+        ),
     ),
-    ("    estimator = tf.estimator.Estimator(\n", "    estimator = tf.compat.v1.estimator.tpu.TPUEstimator(\n"),
     (
-        "        config=tf.estimator.RunConfig(\n"
-        "            tf_random_seed=SEED, save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS\n"
-        "        ),\n",
-        "        config=est2tpu.runtime.ensure_tpu_run_config(tf.estimator.RunConfig(\n"
-        "            tf_random_seed=SEED, save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS\n"
-        "        )),\n"
-        "        use_tpu=est2tpu.runtime.use_tpu(),\n"
-        "        train_batch_size=BATCH_SIZE,\n"
-        "        eval_batch_size=BATCH_SIZE,\n"
-        "        predict_batch_size=32,\n",
+        "    estimator = tf.estimator.Estimator(\n",
+        "    estimator = tf.compat.v1.estimator.tpu.TPUEstimator(\n",
+    ),
+    (
+        (
+            "        config=tf.estimator.RunConfig(\n"
+            "            tf_random_seed=SEED, save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS\n"
+            "        ),\n"
+        ),
+        (
+            "        config=est2tpu.runtime.ensure_tpu_run_config(tf.estimator.RunConfig(\n"
+            "            tf_random_seed=SEED, save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS\n"
+            "        )),\n"
+            "        use_tpu=est2tpu.runtime.use_tpu(),\n"
+            "        train_batch_size=BATCH_SIZE,\n"
+            "        eval_batch_size=BATCH_SIZE,\n"
+            "        predict_batch_size=32,\n"
+        ),
     ),
     ("tf.estimator.train_and_evaluate(", "est2tpu.runtime.train_and_evaluate("),
 ]
@@ -110,10 +123,20 @@ def test_migrated_trainer_equal_resumes_and_exports(tmp_path: Path) -> None:
     first = harness.run_project(copy, entry, workdir, args=("--max_steps", "128"))
     assert first.metrics["global_step"] == 128
     proc = subprocess.run(
-        [harness.tf_python(), *entry, "--model_dir", str(model_dir),
-         "--results", str(workdir / "again.json")],
-        cwd=copy, env=harness.tf_env(), capture_output=True, text=True,
-        timeout=harness.DEFAULT_TIMEOUT_S, check=False,
+        [
+            harness.tf_python(),
+            *entry,
+            "--model_dir",
+            str(model_dir),
+            "--results",
+            str(workdir / "again.json"),
+        ],
+        cwd=copy,
+        env=harness.tf_env(),
+        capture_output=True,
+        text=True,
+        timeout=harness.DEFAULT_TIMEOUT_S,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     again = json.loads((workdir / "again.json").read_text())
@@ -197,8 +220,12 @@ def test_loop_schedule_exporters_hooks_and_resume() -> None:
     first = report["first"]
     # Stretches end on checkpoint boundaries 4, 8 and at max_steps 10.
     assert first["calls"] == [
-        {"export_path": export_path, "checkpoint": f"model.ckpt-{step}", "step": step,
-         "final": step == 10}
+        {
+            "export_path": export_path,
+            "checkpoint": f"model.ckpt-{step}",
+            "step": step,
+            "final": step == 10,
+        }
         for step in (4, 8, 10)
     ]
     assert first["metrics_step"] == 10

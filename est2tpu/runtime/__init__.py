@@ -187,6 +187,6 @@ def ensure_tpu_run_config(
 
 # The Keras builder, the train/evaluate loop and the input functions live in
 # their own modules; like this one they import TensorFlow only when called.
-from est2tpu.runtime.inputs import numpy_input_fn, pandas_input_fn  # noqa: E402
-from est2tpu.runtime.keras import model_to_estimator  # noqa: E402
-from est2tpu.runtime.loop import train_and_evaluate  # noqa: E402
+from est2tpu.runtime.inputs import numpy_input_fn, pandas_input_fn
+from est2tpu.runtime.keras import model_to_estimator
+from est2tpu.runtime.loop import train_and_evaluate

@@ -33,7 +33,10 @@ _DEFAULT_BATCH_SIZE = 128
 
 def _check_shuffle(shuffle: Any) -> None:
     if not isinstance(shuffle, bool):
-        raise ValueError(f"shuffle must be provided and explicitly set as boolean (it is recommended to set it as True for training); got {shuffle}")
+        raise ValueError(  # noqa: TRY004 - the original raises ValueError
+            "shuffle must be provided and explicitly set as boolean (it is "
+            f"recommended to set it as True for training); got {shuffle}"
+        )
 
 
 def _batch_size(params: Any) -> int:
@@ -108,7 +111,12 @@ def numpy_input_fn(
         features = dict(x) if isinstance(x, dict) else x
         labels = dict(y) if isinstance(y, dict) else y
         return _dataset(
-            features, labels, batch_size, num_epochs, bool(shuffle), queue_capacity,
+            features,
+            labels,
+            batch_size,
+            num_epochs,
+            bool(shuffle),
+            queue_capacity,
             _num_rows(features),
         )
 

@@ -163,9 +163,7 @@ def _optimizer_classes() -> dict[str, type]:
             m = self.get_slot(var, "m")
             m_t = m.assign(m * beta1, use_locking=self._use_locking)
             with tf.control_dependencies([m_t]):
-                m_t = m.scatter_add(
-                    tf.IndexedSlices(grad * (1 - beta1), indices)
-                )
+                m_t = m.scatter_add(tf.IndexedSlices(grad * (1 - beta1), indices))
             v = self.get_slot(var, "v")
             v_t = v.assign(v * beta2, use_locking=self._use_locking)
             with tf.control_dependencies([v_t]):
@@ -253,8 +251,13 @@ def _optimizer_classes() -> dict[str, type]:
     class KerasAdagradOptimizer(v1.AdagradOptimizer):  # type: ignore[misc,name-defined]
         """``AdagradOptimizer`` with Keras' epsilon (``ResourceApplyAdagradV2``)."""
 
-        def __init__(self, learning_rate: Any, initial_accumulator_value: float,
-                     epsilon: float, name: str = "Adagrad") -> None:
+        def __init__(
+            self,
+            learning_rate: Any,
+            initial_accumulator_value: float,
+            epsilon: float,
+            name: str = "Adagrad",
+        ) -> None:
             super().__init__(learning_rate, initial_accumulator_value, name=name)
             self._keras_epsilon = epsilon
 
@@ -521,7 +524,9 @@ def _eval_metrics(model: Any, metric_names_map: dict[str, str] | None) -> Any:
     return metric_fn, tensors
 
 
-def _save_first_checkpoint(keras_model: Any, custom_objects: Any, config: Any) -> tuple[str, list[str]]:
+def _save_first_checkpoint(
+    keras_model: Any, custom_objects: Any, config: Any
+) -> tuple[str, list[str]]:
     """Save the model's current weights under ``model_dir/keras`` (once) for warm start.
 
     Returns the checkpoint path and the names of the variables it holds.
