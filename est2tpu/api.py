@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 
-from est2tpu import catalogue
+from est2tpu import catalogue, suppressions
 from est2tpu.engine import may_match, parse, select_rules, transform, verify
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.index import Indexer, ProjectIndex, module_names
+from est2tpu.notebook import Notebook
 
 def all_rules() -> list[RuleInfo]:
     """Every catalogue entry, in ID order."""
@@ -34,6 +35,9 @@ def migrate_source(
 ) -> FileResult:
     """Migrate one module's source text on its own (the project is that one module)."""
     result = FileResult(Path(path), Status.UNCHANGED, old_text=text, new_text=text)
+    if suppressions.skips_file(text):
+        result.status = Status.SKIPPED
+        return result
     try:
         module = parse(text)
         name = Path(path).stem if path != "-" else "__main__"
@@ -52,6 +56,7 @@ class _Candidate:
     result: FileResult
     module: cst.Module
     names: list[str]
+    notebook: Notebook | None = None
 
 
 def migrate_paths(
@@ -62,12 +67,17 @@ def migrate_paths(
     ignore: Collection[str] = (),
     exclude: Sequence[str] = (),
     use_runtime: bool = True,
+    per_file_ignores: Callable[[Path], Collection[str]] | None = None,
 ) -> Iterator[FileResult]:
-    """Migrate every Python file under `paths` as one project.
+    """Migrate every Python file and notebook under `paths` as one project.
 
-    Yields one FileResult per file found, in a stable order: files that failed, were
-    skipped by the pre-filter or are notebooks first as they are met, then the parsed ones.
+    Yields one FileResult per file found, in a stable order: files that failed or were
+    skipped (by the pre-filter or a `# est2tpu: skip-file` comment) first as they are met,
+    then the parsed ones. A notebook's result holds the notebook's JSON text; its findings'
+    paths read `nb.ipynb:cell N` with lines counted inside that cell.
+    `per_file_ignores(path)` names rule IDs (or prefixes) switched off for one file.
     """
+    from est2tpu import notebook
     from est2tpu.discovery import discover
     from est2tpu.textio import decode
 
@@ -84,11 +94,22 @@ def migrate_paths(
             yield _fail(result, f"cannot read: {exc.strerror or exc}")
             continue
         if path.suffix == ".ipynb":
-            if may_match(data):
-                yield _fail(result, "notebooks are not migrated yet; this one uses Estimator code")
-            else:
+            if not may_match(data):
                 result.status = Status.SKIPPED
                 yield result
+                continue
+            try:
+                nb = notebook.load(data)
+                result.old_text = result.new_text = nb.raw
+                if not nb.python or suppressions.skips_file(nb.head):
+                    result.status = Status.SKIPPED
+                    yield result
+                    continue
+                module = parse(nb.program)
+            except MigrationError as exc:
+                yield _fail(result, str(exc))
+                continue
+            candidates.append(_Candidate(result, module, [path.stem], nb))
             continue
         if not may_match(data):
             result.status = Status.SKIPPED
@@ -102,6 +123,10 @@ def migrate_paths(
                 decoded.bom,
                 decoded.newline,
             )
+            if suppressions.skips_file(decoded.text):
+                result.status = Status.SKIPPED
+                yield result
+                continue
             module = parse(decoded.text)
         except MigrationError as exc:
             yield _fail(result, str(exc))
@@ -111,8 +136,11 @@ def migrate_paths(
 
     index = _build_index(candidates, use_runtime)
     for cand in candidates:
+        extra = list(per_file_ignores(cand.result.path)) if per_file_ignores else []
         try:
-            _run(cand.result, cand.module, index, target, select, ignore, use_runtime)
+            _run(cand.result, cand.module, index, target, select, [*ignore, *extra], use_runtime)
+            if cand.notebook is not None:
+                _back_to_notebook(cand.result, cand.notebook)
         except MigrationError as exc:
             _fail(cand.result, str(exc))
         except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
@@ -131,6 +159,14 @@ def _build_index(candidates: Sequence[_Candidate], use_runtime: bool) -> Project
     for src, cand in zip(sources, candidates):
         indexer.register(src, cand.names)
     return indexer.build()
+
+
+def _back_to_notebook(result: FileResult, nb: Notebook) -> None:
+    """Turn a result over the joined cells back into one over the notebook's JSON."""
+    result.new_text = nb.render(result.new_text or nb.program)
+    result.status = Status.CHANGED if result.new_text != nb.raw else Status.UNCHANGED
+    result.findings = nb.locate_findings(result.findings, str(result.path))
+    result.edits = nb.locate_edits(result.edits)
 
 
 def _root_for(path: Path, roots: Sequence[Path]) -> Path | None:
@@ -162,7 +198,19 @@ def _run(
         verify(new_text, path)
         result.status = Status.CHANGED
     result.new_text = new_text
-    result.findings = sorted(set(state.findings), key=lambda f: (f.position, f.rule_id))
+    ran = [cls.ID for cls in rules]
+
+    def enabled(rule_id: str) -> bool:
+        if rule_id == suppressions.UNUSED_ID:
+            chosen = select is None or any(rule_id.startswith(p.upper()) for p in select)
+            return chosen and not any(rule_id.startswith(p.upper()) for p in ignore)
+        return any(r.startswith(rule_id) for r in ran)
+
+    # The engine reports everything; suppression comments are honoured here.
+    findings = suppressions.apply(
+        set(state.findings), suppressions.find(module.code), enabled=enabled, path=path
+    )
+    result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id))
     result.edits = state.edits
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from est2tpu.ftypes import RuleInfo, Safety, Target
 
 REQUIRED_SECTIONS = ("What it does", "Why", "When it refuses", "References")
-RULE_ID = re.compile(r"^[A-Z]+[0-9]{3}$")
+RULE_ID = re.compile(r"^[A-Z][A-Z0-9]*[0-9]{3}$")  # TPU001; E2T001 (engine-level)
 
 
 def data_dir(name: str) -> Path:
