@@ -1,0 +1,740 @@
+"""The Estimator-shaped facade: the user's model_fn under a tf.distribute strategy in TF2."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from est2tpu.runtime.tf2 import _strategy
+from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, invoke
+from est2tpu.runtime.tf2.metrics import Metric
+
+JIT_ENV = "EST2TPU_JIT_COMPILE"
+STEPS_PER_EXECUTION_ENV = "EST2TPU_STEPS_PER_EXECUTION"
+
+
+class RunConfig:
+    """`tf.estimator.RunConfig`: the settings the facade honours, the rest accepted and kept.
+
+    Honoured: model_dir, tf_random_seed, save_summary_steps, save_checkpoints_steps,
+    save_checkpoints_secs, keep_checkpoint_max, log_step_count_steps. New:
+    `steps_per_execution` (train steps per `tf.function` call, TPUEstimator's
+    iterations_per_loop; default `$EST2TPU_STEPS_PER_EXECUTION` or 100) and `jit_compile`
+    (compile the train step with XLA; default `$EST2TPU_JIT_COMPILE=1`).
+    """
+
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        tf_random_seed: int | None = None,
+        save_summary_steps: int = 100,
+        save_checkpoints_steps: int | None = None,
+        save_checkpoints_secs: int | None = None,
+        session_config: Any = None,
+        keep_checkpoint_max: int = 5,
+        keep_checkpoint_every_n_hours: int = 10000,
+        log_step_count_steps: int = 100,
+        train_distribute: Any = None,
+        device_fn: Any = None,
+        protocol: Any = None,
+        eval_distribute: Any = None,
+        experimental_distribute: Any = None,
+        experimental_max_worker_delay_secs: Any = None,
+        session_creation_timeout_secs: int = 7200,
+        checkpoint_save_graph_def: bool = True,
+        steps_per_execution: int | None = None,
+        jit_compile: bool | None = None,
+    ) -> None:
+        if train_distribute is not None or eval_distribute is not None:
+            raise NotImplementedError(
+                "est2tpu tf2 facade: the strategy is chosen by est2tpu.runtime.tf2.strategy(); "
+                "drop train_distribute/eval_distribute"
+            )
+        self.model_dir = model_dir
+        self.tf_random_seed = tf_random_seed
+        self.save_summary_steps = save_summary_steps
+        if save_checkpoints_steps is None and save_checkpoints_secs is None:
+            save_checkpoints_secs = 600
+        self.save_checkpoints_steps = save_checkpoints_steps
+        self.save_checkpoints_secs = save_checkpoints_secs
+        self.session_config = session_config
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self.log_step_count_steps = log_step_count_steps
+        if steps_per_execution is None:
+            steps_per_execution = int(os.environ.get(STEPS_PER_EXECUTION_ENV, "100"))
+        self.steps_per_execution = max(1, steps_per_execution)
+        if jit_compile is None:
+            jit_compile = os.environ.get(JIT_ENV) == "1"
+        self.jit_compile = jit_compile
+
+    def replace(self, **kwargs: Any) -> RunConfig:
+        new = RunConfig.__new__(RunConfig)
+        new.__dict__.update(self.__dict__)
+        for key, value in kwargs.items():
+            if not hasattr(new, key):
+                raise ValueError(f"RunConfig has no setting {key!r}")
+            setattr(new, key, value)
+        return new
+
+
+class EstimatorSpec(NamedTuple):
+    """`tf.estimator.EstimatorSpec`; hooks and scaffolds have no facade equivalent."""
+
+    mode: str
+    predictions: Any = None
+    loss: Any = None
+    train_op: Any = None
+    eval_metric_ops: Any = None
+    export_outputs: Any = None
+    training_chief_hooks: Any = None
+    training_hooks: Any = None
+    scaffold: Any = None
+    evaluation_hooks: Any = None
+    prediction_hooks: Any = None
+
+
+class TrainSpec(NamedTuple):
+    """`tf.estimator.TrainSpec`."""
+
+    input_fn: Callable[..., Any]
+    max_steps: int | None = None
+    hooks: Any = ()
+
+
+class EvalSpec(NamedTuple):
+    """`tf.estimator.EvalSpec`."""
+
+    input_fn: Callable[..., Any]
+    steps: int | None = 100
+    name: str | None = None
+    hooks: Any = None
+    exporters: Any = None
+    start_delay_secs: int = 120
+    throttle_secs: int = 600
+
+
+def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
+    if not isinstance(spec, EstimatorSpec):
+        raise TypeError(
+            "est2tpu tf2 facade: the model_fn must return est2tpu.runtime.tf2.EstimatorSpec, "
+            f"got {type(spec).__name__}"
+        )
+    for hook_field in ("training_chief_hooks", "training_hooks", "scaffold",
+                       "evaluation_hooks", "prediction_hooks"):
+        if getattr(spec, hook_field):
+            raise NotImplementedError(
+                f"est2tpu tf2 facade: EstimatorSpec({hook_field}=...) is not supported"
+            )
+    return spec
+
+
+def _scalar_summary(name: str, value: Any, step: int) -> None:
+    """A TensorBoard scalar without needing the tensorboard package (tf.summary.write)."""
+    import tensorflow as tf
+    from tensorflow.core.framework import summary_pb2
+
+    metadata = summary_pb2.SummaryMetadata()
+    metadata.plugin_data.plugin_name = "scalars"
+    tf.summary.write(name, tf.cast(value, tf.float32), step=step, metadata=metadata)
+
+
+def _batch_size(tree: Any) -> Any:
+    """The number of examples in a (per-replica) batch: the leading dim of its first tensor."""
+    import tensorflow as tf
+
+    first = tf.nest.flatten(tree)[0]
+    return tf.cast(tf.shape(first)[0], tf.float32)
+
+
+class Estimator:
+    """Constructed like `tf.estimator.Estimator`; runs the same model_fn on current TF.
+
+    The model_fn runs inside `tf.function` + `strategy.run` (TPUStrategy, Mirrored,
+    MultiWorkerMirrored, or the default strategy; see `strategy()`), with the facade's
+    `layers`, `losses`, `metrics` and `train` in place of `tf.compat.v1`'s. Checkpoints are
+    object-based (`tf.train.Checkpoint`) under `model_dir`; training resumes from them.
+    """
+
+    def __init__(
+        self,
+        model_fn: Callable[..., Any],
+        model_dir: str | None = None,
+        config: RunConfig | None = None,
+        params: dict[str, Any] | None = None,
+        warm_start_from: Any = None,
+    ) -> None:
+        self._config = config or RunConfig()
+        model_dir = model_dir or self._config.model_dir
+        if model_dir is None:
+            model_dir = tempfile.mkdtemp(prefix="est2tpu-")
+        self._model_dir = os.fspath(model_dir)
+        self._config = self._config.replace(model_dir=self._model_dir)
+        self._model_fn = model_fn
+        self._params = dict(params or {})
+        self._warm_start_from = warm_start_from
+        self._strategy = _strategy.strategy()
+        self._state: State | None = None
+        self._built: set[str] = set()
+        self._checkpoint: Any = None
+        self._manager: Any = None
+        self._restored = False
+        self._eval_metrics: dict[str, Metric] = {}
+        self._functions: dict[str, Any] = {}
+        self._last_save = time.monotonic()
+
+    # -- properties tf.estimator.Estimator has ----------------------------------------------
+
+    @property
+    def model_dir(self) -> str:
+        return self._model_dir
+
+    @property
+    def config(self) -> RunConfig:
+        return self._config
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self._params)
+
+    @property
+    def model_fn(self) -> Callable[..., Any]:
+        return self._model_fn
+
+    def latest_checkpoint(self) -> str | None:
+        import tensorflow as tf
+
+        return tf.train.latest_checkpoint(self._model_dir)
+
+    # -- calling user code --------------------------------------------------------------
+
+    def _call_model_fn(self, features: Any, labels: Any, mode: str) -> EstimatorSpec:
+        import tensorflow as tf
+
+        names = inspect.signature(self._model_fn).parameters
+        kwargs: dict[str, Any] = {}
+        if "labels" in names:
+            kwargs["labels"] = labels
+        if "mode" in names:
+            kwargs["mode"] = mode
+        if "params" in names:
+            kwargs["params"] = self._params
+        if "config" in names:
+            kwargs["config"] = self._config
+        # TF1 never converted a model_fn with AutoGraph; neither do we.
+        fn = tf.autograph.experimental.do_not_convert(self._model_fn)
+        return _check_spec(fn(features, **kwargs), mode)
+
+    def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
+        import tensorflow as tf
+
+        names = inspect.signature(input_fn).parameters
+        kwargs: dict[str, Any] = {}
+        if "params" in names:
+            kwargs["params"] = self._params
+        if "mode" in names:
+            kwargs["mode"] = mode
+        if "config" in names:
+            kwargs["config"] = self._config
+        result = input_fn(**kwargs)
+        if not isinstance(result, tf.data.Dataset):
+            # (features, labels) tensors: one batch, repeated, as TF1 fed them every step.
+            result = tf.data.Dataset.from_tensors(result).repeat()
+        return result
+
+    @staticmethod
+    def _split(element: Any) -> tuple[Any, Any]:
+        if isinstance(element, tuple) and len(element) == 2:
+            return element[0], element[1]
+        return element, None
+
+    # -- state: build once per mode, restore once ---------------------------------------
+
+    def _ensure_state(self) -> State:
+        if self._state is None:
+            import tensorflow as tf
+
+            if self._config.tf_random_seed is not None:
+                tf.random.set_seed(self._config.tf_random_seed)
+            self._state = State(self._strategy)
+        return self._state
+
+    def _build(self, mode: str, dataset: Any) -> None:
+        """Trace the model_fn once in `mode` under `strategy.scope()` to create its state."""
+        if mode in self._built:
+            return
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        features_spec, labels_spec = self._split(dataset.element_spec)
+
+        def build(features: Any, labels: Any) -> Any:
+            spec, inv = invoke(
+                state, mode, True, lambda: self._call_model_fn(features, labels, mode)
+            )
+            if mode == ModeKeys.TRAIN:
+                for record in inv.train_ops:
+                    var_list = record.var_list or state.trainable_variables()
+                    with tf.init_scope():
+                        # What TF1's apply_gradients does first; done here, outside the
+                        # replicas, so the slots exist before the step function runs.
+                        record.optimizer.inner._create_slots(list(var_list))
+            return spec.loss if spec.loss is not None else tf.constant(0.0)
+
+        with self._strategy.scope():
+            tf.function(build, autograph=False).get_concrete_function(
+                features_spec, labels_spec
+            )
+        self._built.add(mode)
+        self._restore()
+
+    def _restore(self) -> None:
+        """Attach what was built to the checkpoint and restore the latest one (once)."""
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        if self._checkpoint is None:
+            self._checkpoint = tf.train.Checkpoint()
+            self._manager = tf.train.CheckpointManager(
+                self._checkpoint,
+                self._checkpoint_dir(),
+                max_to_keep=self._config.keep_checkpoint_max,
+                checkpoint_name="ckpt",
+            )
+        for name, obj in state.trackables().items():
+            # Attaching to a restored Checkpoint restores the object (deferred restore).
+            self._checkpoint._track_trackable(obj, name=name, overwrite=True)  # noqa: SLF001
+        if self._restored:
+            return
+        self._restored = True
+        latest = tf.train.latest_checkpoint(self._model_dir)
+        if latest is not None:
+            self._checkpoint.restore(latest).expect_partial()
+        elif self._warm_start_from is not None:
+            source = os.fspath(self._warm_start_from)
+            if os.path.isdir(source):
+                source = tf.train.latest_checkpoint(source) or source
+            self._checkpoint.restore(source).expect_partial()
+
+    def _is_chief(self) -> bool:
+        resolver = getattr(self._strategy, "cluster_resolver", None)
+        task_type = getattr(resolver, "task_type", None)
+        task_id = getattr(resolver, "task_id", 0) or 0
+        if task_type in (None, "chief"):
+            return True
+        if task_type == "worker":
+            spec = resolver.cluster_spec().as_dict()
+            return "chief" not in spec and task_id == 0
+        return False
+
+    def _checkpoint_dir(self) -> str:
+        if self._is_chief():
+            return self._model_dir
+        # Every worker must save (the variables may need collectives); only the chief's
+        # copy is kept in model_dir.
+        resolver = self._strategy.cluster_resolver
+        return os.path.join(self._model_dir, f".worker-{resolver.task_type}-{resolver.task_id}")
+
+    def _save(self) -> None:
+        state = self._ensure_state()
+        self._manager.save(checkpoint_number=int(state.global_step.numpy()))
+        self._last_save = time.monotonic()
+
+    # -- train --------------------------------------------------------------------------
+
+    def _replica_train(self, element: Any) -> Any:
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        features, labels = self._split(element)
+        ctx = tf.distribute.get_replica_context()
+        with tf.GradientTape(persistent=True) as tape:
+            spec, inv = invoke(
+                state,
+                ModeKeys.TRAIN,
+                False,
+                lambda: self._call_model_fn(features, labels, ModeKeys.TRAIN),
+            )
+            scaled = [
+                (record, self._scaled(record.loss, inv, features, ctx))
+                for record in inv.train_ops
+            ]
+        if spec.loss is None or not inv.train_ops:
+            raise ValueError("est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
+                             "and a train_op from optimizer.minimize(loss)")
+        for record, loss in scaled:
+            variables = list(record.var_list or state.trainable_variables())
+            grads = tape.gradient(loss, variables)
+            pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+            if not pairs:
+                raise ValueError("est2tpu tf2 facade: the loss has no gradient")
+            record.optimizer.inner.apply_gradients(pairs)
+        del tape
+        return tf.cast(spec.loss, tf.float32)
+
+    @staticmethod
+    def _scaled(loss: Any, inv: Invocation, features: Any, ctx: Any) -> Any:
+        """This replica's share of the global-batch loss (see `losses`)."""
+        import tensorflow as tf
+
+        record = next((r for r in inv.losses if r.loss is loss), None)
+        if record is not None and record.denominator is None:
+            return loss  # a SUM: the replicas' sums add up to the global sum
+        local = record.denominator if record is not None else _batch_size(features)
+        total = ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
+        return loss * tf.cast(tf.math.divide_no_nan(local, total), loss.dtype)
+
+    def _train_function(self) -> Any:
+        if "train" in self._functions:
+            return self._functions["train"]
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        strategy = self._strategy
+        replica_fn: Any = self._replica_train
+        if self._config.jit_compile:
+            replica_fn = tf.function(self._replica_train, jit_compile=True, autograph=False)
+
+        @tf.function
+        def train_steps(iterator: Any, n: Any) -> Any:
+            loss = tf.constant(0.0)
+            done = tf.constant(0, tf.int64)
+            for _ in tf.range(n):
+                optional = iterator.get_next_as_optional()
+                if not optional.has_value():
+                    break
+                per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
+                loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+                state.global_step.assign_add(1)
+                done += 1
+            return loss, done
+
+        self._functions["train"] = train_steps
+        return train_steps
+
+    def train(
+        self,
+        input_fn: Callable[..., Any],
+        hooks: Any = None,
+        steps: int | None = None,
+        max_steps: int | None = None,
+        saving_listeners: Any = None,
+    ) -> Estimator:
+        """Train for `steps` more steps, or until the global step reaches `max_steps`."""
+        import tensorflow as tf
+
+        if hooks or saving_listeners:
+            raise NotImplementedError("est2tpu tf2 facade: train(hooks=...) is not supported")
+        if steps is not None and max_steps is not None:
+            raise ValueError("Can not provide both steps and max_steps.")
+        dataset = self._dataset(input_fn, ModeKeys.TRAIN)
+        self._build(ModeKeys.TRAIN, dataset)
+        state = self._ensure_state()
+        start = int(state.global_step.numpy())
+        if max_steps is not None:
+            target = max_steps
+        elif steps is not None:
+            target = start + steps
+        else:
+            target = None
+        if target is not None and start >= target:
+            return self
+        iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
+        train_steps = self._train_function()
+        writer = tf.summary.create_file_writer(self._model_dir) if self._is_chief() else None
+        config = self._config
+        step = start
+        while target is None or step < target:
+            n = config.steps_per_execution
+            if target is not None:
+                n = min(n, target - step)
+            for every in (config.save_summary_steps, config.save_checkpoints_steps):
+                if every:
+                    n = min(n, every - step % every)
+            loss, done = train_steps(iterator, tf.constant(n, tf.int64))
+            step = int(state.global_step.numpy())
+            if writer is not None and config.save_summary_steps and (
+                step % config.save_summary_steps == 0
+            ):
+                with writer.as_default():
+                    _scalar_summary("loss", loss, step)
+            if (config.save_checkpoints_steps and step % config.save_checkpoints_steps == 0) or (
+                config.save_checkpoints_secs
+                and time.monotonic() - self._last_save >= config.save_checkpoints_secs
+            ):
+                self._save()
+            if int(done) < n:
+                break  # the input ran out, as TF1's OutOfRangeError ended train()
+        self._save()
+        if writer is not None:
+            writer.flush()
+        return self
+
+    # -- evaluate -----------------------------------------------------------------------
+
+    def _replica_eval(self, element: Any) -> Any:
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        features, labels = self._split(element)
+        spec, inv = invoke(
+            state,
+            ModeKeys.EVAL,
+            False,
+            lambda: self._call_model_fn(features, labels, ModeKeys.EVAL),
+        )
+        if spec.loss is None:
+            raise ValueError("est2tpu tf2 facade: in EVAL mode the model_fn must return a loss")
+        metrics: dict[str, Metric] = {}
+        for name, value in (spec.eval_metric_ops or {}).items():
+            metric = getattr(value, "metric", None)
+            if metric is None and isinstance(value, tuple) and len(value) == 2:
+                metric = inv.metric_by_op.get(id(value[1]))
+            if metric is None:
+                raise TypeError(
+                    f"est2tpu tf2 facade: eval_metric_ops[{name!r}] is not a metric from "
+                    "est2tpu.runtime.tf2.metrics"
+                )
+            metrics[name] = metric
+        self._eval_metrics = metrics
+        # Estimator's "loss": the mean over batches of each (global) batch's loss.
+        ctx = tf.distribute.get_replica_context()
+        local = _batch_size(features)
+        share = tf.math.divide_no_nan(local, ctx.all_reduce(tf.distribute.ReduceOp.SUM, local))
+        loss = tf.cast(spec.loss, tf.float32)
+        loss = tf.where(local > 0, loss, 0.0)
+        return self._loss_metric.update(total=loss * share, count=share)
+
+    def evaluate(
+        self,
+        input_fn: Callable[..., Any],
+        steps: int | None = None,
+        hooks: Any = None,
+        checkpoint_path: str | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """Evaluate for `steps` batches (or until the input ends); TF1's result dict."""
+        import tensorflow as tf
+
+        if hooks:
+            raise NotImplementedError("est2tpu tf2 facade: evaluate(hooks=...) is not supported")
+        dataset = self._dataset(input_fn, ModeKeys.EVAL)
+        self._build(ModeKeys.EVAL, dataset)
+        if checkpoint_path is not None:
+            self._checkpoint.restore(checkpoint_path).expect_partial()
+        state = self._ensure_state()
+        if "eval" not in self._functions:
+            with self._strategy.scope(), tf.init_scope():
+                self._loss_metric = Metric("eval_loss", {"total": [], "count": []},
+                                           lambda total, count: tf.math.divide_no_nan(total, count))
+            strategy = self._strategy
+
+            @tf.function
+            def eval_step(element: Any) -> None:
+                strategy.run(self._replica_eval, args=(element,))
+
+            self._functions["eval"] = eval_step
+        eval_step = self._functions["eval"]
+        self._loss_metric.reset()
+        for metric in state.metrics.values():
+            metric.reset()
+        for i, element in enumerate(self._strategy.experimental_distribute_dataset(dataset)):
+            if steps is not None and i >= steps:
+                break
+            eval_step(element)
+        results: dict[str, Any] = {
+            key: metric.result().numpy() for key, metric in self._eval_metrics.items()
+        }
+        results["loss"] = self._loss_metric.result().numpy()
+        results["global_step"] = state.global_step.numpy()
+        if self._is_chief():
+            eval_dir = os.path.join(self._model_dir, "eval" if name is None else f"eval_{name}")
+            with tf.summary.create_file_writer(eval_dir).as_default():
+                for key, value in results.items():
+                    if key != "global_step":
+                        _scalar_summary(key, value, int(results["global_step"]))
+        return results
+
+    # -- predict ------------------------------------------------------------------------
+
+    def _replica_predict(self, element: Any) -> Any:
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        features, _ = self._split(element)
+        spec, _inv = invoke(
+            state,
+            ModeKeys.PREDICT,
+            False,
+            lambda: self._call_model_fn(features, None, ModeKeys.PREDICT),
+        )
+        if spec.predictions is None:
+            raise ValueError("est2tpu tf2 facade: in PREDICT mode the model_fn must return "
+                             "predictions")
+        return tf.nest.map_structure(tf.convert_to_tensor, spec.predictions)
+
+    def predict(
+        self,
+        input_fn: Callable[..., Any],
+        predict_keys: Any = None,
+        hooks: Any = None,
+        checkpoint_path: str | None = None,
+        yield_single_examples: bool = True,
+    ) -> Iterator[Any]:
+        """Yield predictions, one example at a time (or one batch at a time)."""
+        import tensorflow as tf
+
+        if hooks:
+            raise NotImplementedError("est2tpu tf2 facade: predict(hooks=...) is not supported")
+        dataset = self._dataset(input_fn, ModeKeys.PREDICT)
+        self._build(ModeKeys.PREDICT, dataset)
+        if checkpoint_path is not None:
+            self._checkpoint.restore(checkpoint_path).expect_partial()
+        if "predict" not in self._functions:
+            strategy = self._strategy
+
+            @tf.function
+            def predict_step(element: Any) -> Any:
+                out = strategy.run(self._replica_predict, args=(element,))
+                return tf.nest.map_structure(lambda t: strategy.gather(t, axis=0), out)
+
+            self._functions["predict"] = predict_step
+        predict_step = self._functions["predict"]
+        for element in self._strategy.experimental_distribute_dataset(dataset):
+            batch = tf.nest.map_structure(lambda t: t.numpy(), predict_step(element))
+            if isinstance(batch, dict) and predict_keys is not None:
+                keys = [predict_keys] if isinstance(predict_keys, str) else list(predict_keys)
+                batch = {k: batch[k] for k in keys}
+            if not yield_single_examples:
+                yield batch
+                continue
+            size = len(tf.nest.flatten(batch)[0])
+            for i in range(size):
+                yield tf.nest.map_structure(lambda a: a[i], batch)
+
+    # -- export -------------------------------------------------------------------------
+
+    def export_saved_model(
+        self,
+        export_dir_base: str,
+        serving_input_receiver_fn: Callable[[], Any],
+        assets_extra: Any = None,
+        as_text: bool = False,
+        checkpoint_path: str | None = None,
+        experimental_mode: str = ModeKeys.PREDICT,
+    ) -> bytes:
+        """Write a SavedModel whose `serving_default` runs the model_fn in PREDICT mode.
+
+        The serving_input_receiver_fn may build TF1 placeholders: it runs in a TF1 graph
+        (`tf.compat.v1.wrap_function`) and is pruned to a function of its receiver tensors.
+        Returns the export directory as bytes, like Estimator.
+        """
+        import tensorflow as tf
+
+        if assets_extra or as_text or experimental_mode != ModeKeys.PREDICT:
+            raise NotImplementedError(
+                "est2tpu tf2 facade: export_saved_model supports PREDICT exports only, "
+                "without assets_extra/as_text"
+            )
+
+        def receiver_structure() -> Any:
+            receiver = serving_input_receiver_fn()
+            return {"receivers": receiver.receiver_tensors, "features": receiver.features}
+
+        wrapped = tf.compat.v1.wrap_function(receiver_structure, [])
+        outputs = wrapped.structured_outputs
+        receiver_names = sorted(outputs["receivers"])
+        placeholders = [outputs["receivers"][k] for k in receiver_names]
+        receive = wrapped.prune(feeds=placeholders, fetches=outputs["features"])
+        input_spec = [
+            tf.TensorSpec(p.shape, p.dtype, name=k) for k, p in zip(receiver_names, placeholders)
+        ]
+        features_spec = tf.nest.map_structure(
+            lambda t: tf.TensorSpec(t.shape, t.dtype), outputs["features"]
+        )
+        self._build(ModeKeys.PREDICT, tf.data.Dataset.from_tensors(
+            tf.nest.map_structure(lambda s: tf.zeros([d or 1 for d in s.shape], s.dtype),
+                                  features_spec)
+        ))
+        if checkpoint_path is not None:
+            self._checkpoint.restore(checkpoint_path).expect_partial()
+        state = self._ensure_state()
+
+        def serve(*inputs: Any) -> Any:
+            features = receive(*inputs)
+            spec, _inv = invoke(
+                state,
+                ModeKeys.PREDICT,
+                False,
+                lambda: self._call_model_fn(features, None, ModeKeys.PREDICT),
+            )
+            export_outputs = spec.export_outputs or {}
+            if export_outputs:
+                key = "serving_default" if "serving_default" in export_outputs else sorted(
+                    export_outputs
+                )[0]
+                return dict(export_outputs[key].outputs)
+            predictions = spec.predictions
+            return dict(predictions) if isinstance(predictions, dict) else {"output": predictions}
+
+        serving = tf.function(serve, input_signature=input_spec, autograph=False)
+        module = tf.Module()
+        module.model = tf.train.Checkpoint(**{
+            k.replace("/", "_"): v for k, v in state.trackables().items()
+        })
+        module.receive = receive
+        export_dir = os.path.join(os.fspath(export_dir_base), str(int(time.time())))
+        with self._strategy.scope():
+            tf.saved_model.save(
+                module, export_dir, signatures={"serving_default": serving.get_concrete_function()}
+            )
+        return export_dir.encode()
+
+
+def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> Any:
+    """`tf.estimator.train_and_evaluate`, run locally: train to `max_steps`, then evaluate
+    once and run the exporters (TF1 also evaluated every `throttle_secs` on the way)."""
+    estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps)
+    metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, name=eval_spec.name)
+    exports = []
+    for exporter in eval_spec.exporters or ():
+        export_path = os.path.join(estimator.model_dir, "export", exporter.name)
+        exports.append(
+            exporter.export(estimator, export_path, estimator.latest_checkpoint(), metrics, True)
+        )
+    return metrics, exports
+
+
+class LatestExporter:
+    """`tf.estimator.LatestExporter` (exports_to_keep is honoured)."""
+
+    def __init__(self, name: str, serving_input_receiver_fn: Callable[[], Any],
+                 assets_extra: Any = None, as_text: bool = False, exports_to_keep: int = 5) -> None:
+        self.name = name
+        self._fn = serving_input_receiver_fn
+        self._keep = exports_to_keep
+
+    def export(self, estimator: Estimator, export_path: str, checkpoint_path: Any,
+               eval_result: Any, is_the_final_export: bool) -> bytes:
+        out = estimator.export_saved_model(export_path, self._fn)
+        if self._keep:
+            versions = sorted(d for d in os.listdir(export_path) if d.isdigit())
+            import shutil
+
+            for old in versions[: -self._keep]:
+                shutil.rmtree(os.path.join(export_path, old), ignore_errors=True)
+        return out
+
+
+class FinalExporter(LatestExporter):
+    """`tf.estimator.FinalExporter`."""
+
+    def __init__(self, name: str, serving_input_receiver_fn: Callable[[], Any],
+                 assets_extra: Any = None, as_text: bool = False) -> None:
+        super().__init__(name, serving_input_receiver_fn, exports_to_keep=0)
+
+

@@ -1,0 +1,267 @@
+"""`tf.compat.v1.layers` functions with the same signatures and TF1 defaults, each layer created
+once per call site and reused on every later call of the model_fn."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from est2tpu.runtime.tf2._core import current, stored
+from est2tpu.runtime.tf2._keras import keras
+
+
+def _layer(kind: str, name: str | None, make: Callable[[str], Any], depth: int = 2) -> Any:
+    """The layer of this call site (`depth` frames up is the user's code)."""
+    inv = current(f"tf2.layers.{kind}")
+    key: Any = ("name", name) if name else inv.site_key(depth)
+    state = inv.state
+    layer = stored(
+        "layer", lambda: make(name or state.unique_name(kind)), key, state.layers
+    )
+    inv.used_layers.append(layer)
+    return layer
+
+
+def _training(training: Any) -> Any:
+    # The build trace only creates variables: no moving-average updates, no dropout draws.
+    return False if current("a layer").building else training
+
+
+def dense(
+    inputs: Any,
+    units: int,
+    activation: Any = None,
+    use_bias: bool = True,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = "zeros",
+    kernel_regularizer: Any = None,
+    bias_regularizer: Any = None,
+    activity_regularizer: Any = None,
+    kernel_constraint: Any = None,
+    bias_constraint: Any = None,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: Any = None,
+) -> Any:
+    """`tf.compat.v1.layers.dense` (glorot-uniform kernel, zero bias, as in TF1)."""
+    layer = _layer(
+        "dense",
+        name,
+        lambda n: keras().layers.Dense(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer or "glorot_uniform",
+            bias_initializer=bias_initializer or "zeros",
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
+            trainable=trainable,
+            name=n,
+        ),
+    )
+    return layer(inputs)
+
+
+def batch_normalization(
+    inputs: Any,
+    axis: int = -1,
+    momentum: float = 0.99,
+    epsilon: float = 1e-3,
+    center: bool = True,
+    scale: bool = True,
+    beta_initializer: Any = "zeros",
+    gamma_initializer: Any = "ones",
+    moving_mean_initializer: Any = "zeros",
+    moving_variance_initializer: Any = "ones",
+    beta_regularizer: Any = None,
+    gamma_regularizer: Any = None,
+    beta_constraint: Any = None,
+    gamma_constraint: Any = None,
+    training: Any = False,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: Any = None,
+    renorm: bool = False,
+    renorm_clipping: Any = None,
+    renorm_momentum: float = 0.99,
+    fused: Any = None,
+    virtual_batch_size: Any = None,
+    adjustment: Any = None,
+) -> Any:
+    """`tf.compat.v1.layers.batch_normalization`.
+
+    Batch statistics are taken over the *global* batch (synchronized across replicas), so
+    N replicas compute what one device computed on the whole batch; the moving averages
+    update when the layer runs with `training=True` (TF1's UPDATE_OPS, applied for you).
+    """
+    if renorm or virtual_batch_size is not None or adjustment is not None:
+        raise NotImplementedError(
+            "est2tpu tf2 facade: batch_normalization with renorm, virtual_batch_size or "
+            "adjustment is not supported"
+        )
+    layer = _layer(
+        "batch_normalization",
+        name,
+        lambda n: keras().layers.BatchNormalization(
+            axis=axis,
+            momentum=momentum,
+            epsilon=epsilon,
+            center=center,
+            scale=scale,
+            beta_initializer=beta_initializer or "zeros",
+            gamma_initializer=gamma_initializer or "ones",
+            moving_mean_initializer=moving_mean_initializer or "zeros",
+            moving_variance_initializer=moving_variance_initializer or "ones",
+            beta_regularizer=beta_regularizer,
+            gamma_regularizer=gamma_regularizer,
+            beta_constraint=beta_constraint,
+            gamma_constraint=gamma_constraint,
+            trainable=trainable,
+            synchronized=True,
+            name=n,
+        ),
+    )
+    return layer(inputs, training=_training(training))
+
+
+def dropout(
+    inputs: Any,
+    rate: float = 0.5,
+    noise_shape: Any = None,
+    seed: Any = None,
+    training: Any = False,
+    name: str | None = None,
+) -> Any:
+    """`tf.compat.v1.layers.dropout` (`rate` is the fraction dropped, as in TF1)."""
+    layer = _layer(
+        "dropout",
+        name,
+        lambda n: keras().layers.Dropout(rate, noise_shape=noise_shape, seed=seed, name=n),
+    )
+    return layer(inputs, training=_training(training))
+
+
+def _conv(
+    kind: str, cls_name: str, inputs: Any, filters: int, kernel_size: Any, **kw: Any
+) -> Any:
+    name = kw.pop("name", None)
+    kw.pop("reuse", None)
+    kw["kernel_initializer"] = kw.get("kernel_initializer") or "glorot_uniform"
+    kw["bias_initializer"] = kw.get("bias_initializer") or "zeros"
+    layer = _layer(
+        kind,
+        name,
+        lambda n: getattr(keras().layers, cls_name)(filters, kernel_size, name=n, **kw),
+        depth=3,
+    )
+    return layer(inputs)
+
+
+def conv2d(
+    inputs: Any,
+    filters: int,
+    kernel_size: Any,
+    strides: Any = (1, 1),
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    dilation_rate: Any = (1, 1),
+    activation: Any = None,
+    use_bias: bool = True,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = "zeros",
+    kernel_regularizer: Any = None,
+    bias_regularizer: Any = None,
+    activity_regularizer: Any = None,
+    kernel_constraint: Any = None,
+    bias_constraint: Any = None,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: Any = None,
+) -> Any:
+    """`tf.compat.v1.layers.conv2d`."""
+    return _conv(
+        "conv2d", "Conv2D", inputs, filters, kernel_size, strides=strides, padding=padding,
+        data_format=data_format, dilation_rate=dilation_rate, activation=activation,
+        use_bias=use_bias, kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+        trainable=trainable, name=name,
+    )
+
+
+def conv1d(
+    inputs: Any,
+    filters: int,
+    kernel_size: Any,
+    strides: Any = 1,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    dilation_rate: Any = 1,
+    activation: Any = None,
+    use_bias: bool = True,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = "zeros",
+    kernel_regularizer: Any = None,
+    bias_regularizer: Any = None,
+    activity_regularizer: Any = None,
+    kernel_constraint: Any = None,
+    bias_constraint: Any = None,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse: Any = None,
+) -> Any:
+    """`tf.compat.v1.layers.conv1d`."""
+    return _conv(
+        "conv1d", "Conv1D", inputs, filters, kernel_size, strides=strides, padding=padding,
+        data_format=data_format, dilation_rate=dilation_rate, activation=activation,
+        use_bias=use_bias, kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+        trainable=trainable, name=name,
+    )
+
+
+def _pool(kind: str, cls_name: str, inputs: Any, pool_size: Any, strides: Any, padding: str,
+          data_format: str, name: str | None) -> Any:
+    layer = _layer(
+        kind,
+        name,
+        lambda n: getattr(keras().layers, cls_name)(
+            pool_size, strides=strides, padding=padding, data_format=data_format, name=n
+        ),
+        depth=3,
+    )
+    return layer(inputs)
+
+
+def max_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                  data_format: str = "channels_last", name: str | None = None) -> Any:
+    """`tf.compat.v1.layers.max_pooling2d` (`strides` is required, as in TF1)."""
+    return _pool("max_pooling2d", "MaxPooling2D", inputs, pool_size, strides, padding,
+                 data_format, name)
+
+
+def average_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                      data_format: str = "channels_last", name: str | None = None) -> Any:
+    """`tf.compat.v1.layers.average_pooling2d`."""
+    return _pool("average_pooling2d", "AveragePooling2D", inputs, pool_size, strides, padding,
+                 data_format, name)
+
+
+def max_pooling1d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                  data_format: str = "channels_last", name: str | None = None) -> Any:
+    """`tf.compat.v1.layers.max_pooling1d`."""
+    return _pool("max_pooling1d", "MaxPooling1D", inputs, pool_size, strides, padding,
+                 data_format, name)
+
+
+def flatten(inputs: Any, name: str | None = None, data_format: str = "channels_last") -> Any:
+    """`tf.compat.v1.layers.flatten`."""
+    layer = _layer(
+        "flatten", name, lambda n: keras().layers.Flatten(data_format=data_format, name=n)
+    )
+    return layer(inputs)
