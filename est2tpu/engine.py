@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import MetadataWrapper
 
 from est2tpu.ftypes import MigrationError, Target
 from est2tpu.index import ProjectIndex
@@ -16,6 +16,13 @@ from est2tpu.registry import rule_classes
 from est2tpu.rule import FileState, Rule
 
 MAX_PASSES = 4
+
+# How deeply expressions and statements may nest (counted on Python's own AST). LibCST's
+# visitors recurse several frames per level, so past about 150 nested calls they hit
+# RecursionError, and its parser slows down quadratically on long operator chains (a
+# 5,000-term `a+a+...` takes 11 s). Real code stays far below: the deepest module in a
+# 2,500-file virtualenv is a generated data table at 87.
+MAX_NESTING = 100
 
 # Bytes any rule can react to. A file without one of them is never parsed.
 PREFILTER_TOKENS = (
@@ -55,16 +62,61 @@ def select_rules(
 
 def parse(text: str) -> cst.Module:
     """Parse with a one-line reason on failure."""
+    _check_nesting(text)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
-        raise MigrationError(
-            f"cannot parse: syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: "
-            f"{first}"
-        ) from None
+        raise MigrationError(f"cannot parse: {_syntax_reason(text, exc)}") from None
     except RecursionError:
         raise MigrationError("cannot parse: expression nesting too deep") from None
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse code nested deeper than MAX_NESTING before LibCST spends time on it.
+
+    Python's own parser is fast and iterative here; text it rejects is left to LibCST,
+    which may still accept it (newer syntax than the running Python knows).
+    """
+    try:
+        tree = compile(text, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except RecursionError:
+        raise MigrationError(
+            f"cannot parse: code nested more than {MAX_NESTING} levels deep"
+        ) from None
+    except SyntaxError as exc:
+        # LibCST would parse this, but no Python can compile it, nor the migrated code.
+        if "too many nested parentheses" in str(exc.msg):
+            raise MigrationError(
+                f"cannot parse: too many nested parentheses at line {exc.lineno}"
+            ) from None
+        return
+    except (ValueError, MemoryError):
+        return
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            line = getattr(node, "lineno", None)
+            where = f" at line {line}" if line is not None else ""
+            raise MigrationError(
+                f"cannot parse: code nested more than {MAX_NESTING} levels deep{where}"
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _syntax_reason(text: str, exc: cst.ParserSyntaxError) -> str:
+    # Python's message says what is wrong ("Missing parentheses in call to 'print'" for
+    # Python 2 code); LibCST's native parser only says where.
+    try:
+        compile(text, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as err:
+        if err.lineno is not None and err.msg:
+            column = f", column {err.offset}" if err.offset else ""
+            return f"syntax error at line {err.lineno}{column}: {err.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
+    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {first}"
 
 
 def transform(
@@ -82,6 +134,24 @@ def transform(
     final text and changed nothing. Findings from every pass are kept (a rule reports a
     refusal in the pass where it meets the node), each pointing into the original text.
     """
+    try:
+        return _transform(
+            module, path=path, index=index, target=target, rules=rules, use_runtime=use_runtime
+        )
+    except RecursionError:
+        # Deep nesting below MAX_NESTING can still exhaust the stack in a rule's visitor.
+        raise MigrationError("cannot migrate: code nested too deeply for the rules") from None
+
+
+def _transform(
+    module: cst.Module,
+    *,
+    path: str,
+    index: ProjectIndex,
+    target: Target,
+    rules: Sequence[type[Rule]],
+    use_runtime: bool,
+) -> tuple[str, FileState]:
     original = module.code
     state = FileState(
         path, index, target, ImportTable.from_module(module), original, use_runtime=use_runtime
@@ -89,11 +159,14 @@ def transform(
     for _ in range(MAX_PASSES):
         before = module.code
         for rule_cls in rules:
+            if not rule_cls.applies(state):
+                continue
             state.imports = ImportTable.from_module(module)
-            state.current = module
+            state.current = seen = module
             context = CodemodContext(filename=path)
-            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-            module = wrapper.visit(rule_cls(context, state))
+            rule = rule_cls(context, state)
+            module = seen.visit(rule)
+            rule.flush(seen)
             if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
                 module = AddImportsVisitor(context).transform_module(module)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):

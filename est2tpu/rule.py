@@ -9,7 +9,7 @@ from typing import ClassVar
 import libcst as cst
 from libcst.codemod import CodemodContext, ContextAwareTransformer
 from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from est2tpu.ftypes import Edit, Finding, Position, Target
 from est2tpu.index import InputFnPlan, ProjectIndex
@@ -75,12 +75,12 @@ class Rule(ContextAwareTransformer):
 
     ID: ClassVar[str]
     TARGETS: ClassVar[tuple[Target, ...]] = (Target.TPU_ESTIMATOR,)
-    METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, context: CodemodContext, state: FileState) -> None:
         super().__init__(context)
         self.state = state
         self.scope: list[str] = []
+        self._pending: list[tuple[cst.CSTNode, str, bool]] = []
 
     # -- scope tracking (the dotted def path the index uses) ---------------------------
 
@@ -101,6 +101,16 @@ class Rule(ContextAwareTransformer):
     def here(self) -> str:
         return ".".join(self.scope)
 
+    @staticmethod
+    def file_has_model_fn(state: FileState) -> bool:
+        return any(path == state.path for path, _ in state.index.model_fns)
+
+    @staticmethod
+    def file_has_input_fn(state: FileState) -> bool:
+        return any(path == state.path for path, _ in state.index.input_fns) or any(
+            path == state.path for path, _, _ in state.index.use_sites
+        )
+
     def in_model_fn(self) -> bool:
         """True inside a def the project uses as a model_fn (not in defs nested in it)."""
         return (self.state.path, self.here) in self.state.index.model_fns
@@ -110,21 +120,41 @@ class Rule(ContextAwareTransformer):
 
     # -- reporting ----------------------------------------------------------------------
 
-    def _position(self, node: cst.CSTNode) -> Position:
-        try:
-            pos = self.get_metadata(PositionProvider, node)
-        except KeyError:
-            return Position(1, 1)
-        return Position(pos.start.line, pos.start.column + 1)
-
     def refuse(self, node: cst.CSTNode, message: str) -> None:
         """Leave `node` as it is and tell the user what to do by hand."""
-        pos = self._position(node)
-        pos = Position(self.state.original_line(pos.line), pos.column)
-        self.state.findings.add(Finding(self.ID, message, pos, self.state.path, fixable=False))
+        self._pending.append((node, message, True))
 
     def record(self, node: cst.CSTNode, description: str) -> None:
-        self.state.edits.append(Edit(self.ID, self._position(node), description))
+        self._pending.append((node, description, False))
+
+    def flush(self, seen: cst.Module) -> None:
+        """Turn what the rule reported into findings and edits, with positions.
+
+        Positions cost a whole pass over the tree, so they are computed once, after the
+        rule ran, and only when it reported something. `seen` is the tree the rule saw.
+        """
+        if not self._pending:
+            return
+        positions = MetadataWrapper(seen, unsafe_skip_copy=True).resolve(PositionProvider)
+        for node, text, is_finding in self._pending:
+            code_range = positions.get(node)
+            line, column = (
+                (code_range.start.line, code_range.start.column + 1) if code_range else (1, 1)
+            )
+            if is_finding:
+                pos = Position(self.state.original_line(line), column)
+                self.state.findings.add(Finding(self.ID, text, pos, self.state.path))
+            else:
+                self.state.edits.append(Edit(self.ID, Position(line, column), text))
+        self._pending.clear()
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        """A cheap test: can this rule change or report anything in this file at all?
+
+        Rules that cannot are not run, which keeps big repositories fast.
+        """
+        return True
 
     # -- building references ------------------------------------------------------------
 

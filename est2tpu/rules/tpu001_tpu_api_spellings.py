@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 ESTIMATOR_TPU = frozenset(
     {"TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig"}
@@ -37,6 +37,10 @@ RESOLVERS = {
 
 class TpuApiSpellings(Rule):
     ID = "TPU001"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return "tpu" in state.original or "contrib" in state.original
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False

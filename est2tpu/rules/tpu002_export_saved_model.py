@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 
 class ExportSavedModel(Rule):
     ID = "TPU002"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return "export_savedmodel" in state.original
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = updated_node.func

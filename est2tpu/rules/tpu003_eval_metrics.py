@@ -16,7 +16,7 @@ import libcst as cst
 
 from est2tpu.cstutil import assigned_names, free_names, iter_calls, kwarg
 from est2tpu.names import dotted
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 SPECS = frozenset({"estimator.EstimatorSpec"})
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
@@ -43,6 +43,10 @@ class Atom:
 
 class EvalMetrics(Rule):
     ID = "TPU003"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return cls.file_has_model_fn(state)
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef

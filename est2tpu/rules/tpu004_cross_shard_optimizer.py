@@ -8,13 +8,17 @@ import libcst as cst
 
 from est2tpu.cstutil import add_param, assigned_names, has_param, iter_calls
 from est2tpu.names import dotted
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 OPTIMIZER_METHODS = frozenset({"minimize", "compute_gradients", "apply_gradients"})
 
 
 class CrossShardOptimizer(Rule):
     ID = "TPU004"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return cls.file_has_model_fn(state)
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef

@@ -14,11 +14,15 @@ from est2tpu.index import (
     is_params_batch_size,
     node_code,
 )
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 
 class InputFnBatchSize(Rule):
     ID = "TPU005"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return cls.file_has_input_fn(state)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -5,13 +5,17 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.cstutil import free_names, kwarg, rename_kwarg
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 HOOK_ARGS = ("training_hooks", "evaluation_hooks", "prediction_hooks")
 
 
 class TpuEstimatorSpec(Rule):
     ID = "TPU006"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return cls.file_has_model_fn(state)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
 from est2tpu.index import Mode, node_code, resolved_batch_sizes
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
 # Positional parameters of Estimator; TPUEstimator shares the first four.
@@ -16,6 +16,10 @@ _UNKNOWN = "Estimator left as it is: it was not seen when the project was indexe
 
 class TpuEstimator(Rule):
     ID = "TPU007"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return any(key[0] == state.path for key in state.index.ctors)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 DEFAULT_ITERATIONS_PER_LOOP = 100
 TPU_ONLY_ARGS = ("cluster", "tpu_config", "master", "evaluation_master")
@@ -13,6 +13,10 @@ TPU_ONLY_ARGS = ("cluster", "tpu_config", "master", "evaluation_master")
 
 class TpuRunConfig(Rule):
     ID = "TPU008"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return "RunConfig" in state.original
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.RunConfig":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.cstutil import iter_calls
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 PY_FUNCS = frozenset({"py_func", "py_function", "numpy_function", "compat.v1.py_func"})
 DYNAMIC_SHAPES = frozenset(
@@ -16,6 +16,10 @@ FLOAT64 = frozenset({"float64", "double", "dtypes.float64"})
 
 class TpuUnsupported(Rule):
     ID = "TPU009"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return cls.file_has_model_fn(state)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 PREMADE = frozenset(
     {
@@ -29,6 +29,10 @@ PREMADE = frozenset(
 
 class PremadeEstimator(Rule):
     ID = "TPU010"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return any(name in state.original for name in PREMADE)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.tf_name(original_node.func) or ""

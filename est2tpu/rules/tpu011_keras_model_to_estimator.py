@@ -6,11 +6,15 @@ import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, too_long, with_kwarg
 from est2tpu.index import KERAS_TO_ESTIMATOR, node_code, resolved_batch_sizes
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 
 class KerasModelToEstimator(Rule):
     ID = "TPU011"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return "model_to_estimator" in state.original
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) not in KERAS_TO_ESTIMATOR:

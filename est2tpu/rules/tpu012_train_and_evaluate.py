@@ -5,11 +5,15 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.index import node_code
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 
 class TrainAndEvaluate(Rule):
     ID = "TPU012"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return "train_and_evaluate" in state.original
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.train_and_evaluate":

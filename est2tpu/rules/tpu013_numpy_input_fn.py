@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.index import NUMPY_INPUTS, node_code
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 # The parameters after batch_size, in order, for turning positionals into keywords.
 AFTER_BATCH = ("num_epochs", "shuffle", "queue_capacity", "num_threads", "target_column")
@@ -14,6 +14,10 @@ AFTER_BATCH = ("num_epochs", "shuffle", "queue_capacity", "num_threads", "target
 
 class NumpyInputFn(Rule):
     ID = "TPU013"
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return "numpy_input_fn" in state.original or "pandas_input_fn" in state.original
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.tf_name(original_node.func) or ""
