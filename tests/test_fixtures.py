@@ -9,12 +9,21 @@ import pytest
 
 from est2tpu.api import migrate_source
 from est2tpu.catalogue import data_dir
-from est2tpu.ftypes import Status
+from est2tpu.ftypes import Status, Target
+from est2tpu.registry import rule_classes
 
 FIXTURES = data_dir("fixtures")
 CASES = sorted(
     p for p in FIXTURES.glob("*/*.before.py") if p.parent.name != "projects"
 )
+
+
+def _target(rule_id: str) -> Target:
+    """The target a rule's fixtures run under: its own when it has only one."""
+    for cls in rule_classes():
+        if cls.ID == rule_id and len(cls.TARGETS) == 1:
+            return cls.TARGETS[0]
+    return Target.TPU_ESTIMATOR
 
 
 def _render_findings(findings: list) -> str:  # type: ignore[type-arg]
@@ -26,7 +35,8 @@ def test_fixture(before: Path, snapshot) -> None:  # type: ignore[no-untyped-def
     rule_id = before.parent.name
     case = before.name[: -len(".before.py")]
     text = before.read_text(encoding="utf-8")
-    result = migrate_source(text, path=f"{case}.py", select=[rule_id])
+    target = _target(rule_id)
+    result = migrate_source(text, path=f"{case}.py", select=[rule_id], target=target)
     assert result.status is not Status.FAILED, result.error
     snapshot.snapshot_dir = before.parent
     findings = _render_findings(result.findings)
@@ -45,7 +55,7 @@ def test_fixture(before: Path, snapshot) -> None:  # type: ignore[no-untyped-def
         snapshot.assert_match(findings, f"{case}.findings.txt")
     assert result.new_text is not None
     compile(result.new_text, f"{case}.after.py", "exec", dont_inherit=True)
-    again = migrate_source(result.new_text, path=f"{case}.py", select=[rule_id])
+    again = migrate_source(result.new_text, path=f"{case}.py", select=[rule_id], target=target)
     assert again.new_text == result.new_text, "a second run must change nothing"
 
 

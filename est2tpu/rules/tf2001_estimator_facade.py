@@ -1,0 +1,164 @@
+"""TF2001: the Estimator API -> the tf2 facade (`est2tpu.runtime.tf2`), names kept."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+from est2tpu.ftypes import Target
+from est2tpu.index import ProjectIndex, node_code
+from est2tpu.names import attr_chain
+from est2tpu.rule import Rule
+
+FACADE_MODULE = "est2tpu.runtime.tf2"
+FACADE_ALIAS = "tf2_runtime"
+
+# Canonical TensorFlow name -> the facade's name for it (same signature, same semantics).
+FACADE_NAMES: dict[str, str] = {
+    "estimator.Estimator": "Estimator",
+    "estimator.EstimatorSpec": "EstimatorSpec",
+    "estimator.ModeKeys": "ModeKeys",
+    "estimator.RunConfig": "RunConfig",
+    "estimator.TrainSpec": "TrainSpec",
+    "estimator.EvalSpec": "EvalSpec",
+    "estimator.train_and_evaluate": "train_and_evaluate",
+    "estimator.LatestExporter": "LatestExporter",
+    "estimator.FinalExporter": "FinalExporter",
+    "estimator.export.PredictOutput": "export.PredictOutput",
+    "estimator.export.ServingInputReceiver": "export.ServingInputReceiver",
+}
+# Namespaces under tf.estimator (not symbols): reached only through a longer name.
+NAMESPACES = frozenset({"estimator", "estimator.export", "estimator.inputs", "estimator.tpu",
+                        "estimator.experimental"})
+# Arguments the facade has no equivalent for, per facade constructor.
+UNSUPPORTED_ARGS: dict[str, tuple[str, ...]] = {
+    "EstimatorSpec": (
+        "training_chief_hooks", "training_hooks", "scaffold", "evaluation_hooks",
+        "prediction_hooks",
+    ),
+    "RunConfig": ("train_distribute", "eval_distribute", "experimental_distribute"),
+}
+PREMADE_PREFIXES = ("Baseline", "BoostedTrees", "DNN", "Linear")
+
+
+def facade(rule: Rule, name: str) -> cst.BaseExpression:
+    """A reference to `est2tpu.runtime.tf2.<name>`, imported as `tf2_runtime`."""
+    AddImportsVisitor.add_needed_import(rule.context, FACADE_MODULE, asname=FACADE_ALIAS)
+    return attr_chain(f"{FACADE_ALIAS}.{name}")
+
+
+def tf2_model_fns(index: ProjectIndex) -> set[tuple[str, str]]:
+    """Every project def an Estimator is built with (the tf2 target keeps any model_fn)."""
+    return {
+        p.model_fn
+        for p in index.ctors.values()
+        if p.model_fn is not None and not p.keras and not p.premade
+    }
+
+
+def why_not(canonical: str) -> str:
+    """The finding for an Estimator API name the facade does not offer."""
+    short = canonical.rsplit(".", 1)[-1]
+    if canonical == "keras.estimator.model_to_estimator":
+        return (
+            "model_to_estimator has no tf2 facade yet: build and compile the Keras model under "
+            "`est2tpu.runtime.tf2.strategy().scope()` and call fit/evaluate/predict with "
+            "explicit steps"
+        )
+    if canonical.startswith("estimator.") and short.startswith(PREMADE_PREFIXES) and (
+        short.endswith(("Classifier", "Regressor", "Estimator"))
+    ):
+        return (
+            f"premade {short} has no exact tf2 mapping here yet: write its model_fn (or a "
+            "Keras model under `est2tpu.runtime.tf2.strategy().scope()`) by hand"
+        )
+    return (
+        f"`tf.{canonical}` has no equivalent in the tf2 facade (est2tpu.runtime.tf2); "
+        "replace it by hand"
+    )
+
+
+class EstimatorFacade(Rule):
+    ID = "TF2001"
+    TARGETS = (Target.TF2,)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.inner: set[int] = set()  # Attribute/Name nodes that head a longer chain
+        self.keep: set[int] = set()  # nodes left as they are because their call is refused
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.inner.add(id(node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        canonical = self.tf_name(node.func)
+        new = FACADE_NAMES.get(canonical or "")
+        if new is None:
+            return
+        bad = [
+            a.keyword.value
+            for a in node.args
+            if a.keyword is not None and a.keyword.value in UNSUPPORTED_ARGS.get(new, ())
+        ]
+        if any(a.star for a in node.args):
+            bad.append("*args/**kwargs")
+        if new == "Estimator":
+            plan = self.state.index.ctors.get((self.state.path, self.here, node_code(node)))
+            if plan is None or plan.model_fn is None:
+                self.refuse(
+                    node,
+                    "Estimator left as it is: its model_fn is not a function defined in this "
+                    "project, so its TF1 calls cannot be migrated; migrate it by hand",
+                )
+                self.keep.add(id(node.func))
+                return
+        if bad:
+            how = (
+                "the facade chooses the strategy (est2tpu.runtime.tf2.strategy())"
+                if new == "RunConfig"
+                else "move the hooks' work into the model_fn or around train/evaluate"
+            )
+            self.refuse(
+                node,
+                f"{new}({', '.join(bad)}) has no equivalent in the tf2 facade; remove "
+                f"{'it' if len(bad) == 1 else 'them'} ({how}), then re-run",
+            )
+            self.keep.add(id(node.func))
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        return self._rewrite(original_node, updated_node)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self._rewrite(original_node, updated_node)
+
+    def _rewrite(
+        self, original: cst.Name | cst.Attribute, updated: cst.BaseExpression
+    ) -> cst.BaseExpression:
+        if id(original) in self.keep:
+            return updated
+        qualified = self.state.imports.qualify(original)
+        canonical = self.tf_name(original)
+        if qualified is None or canonical is None:
+            return updated
+        new = FACADE_NAMES.get(canonical)
+        if new is not None:
+            if isinstance(original, cst.Name):
+                module, _, name = qualified.rpartition(".")
+                RemoveImportsVisitor.remove_unused_import(self.context, module, name)
+            self.record(original, f"tf.{canonical} -> {FACADE_MODULE}.{new}")
+            return facade(self, new)
+        if id(original) in self.inner or canonical in NAMESPACES:
+            return updated
+        if any(canonical.startswith(f"{name}.") for name in FACADE_NAMES):
+            return updated  # `ModeKeys.TRAIN`: its `ModeKeys` part was rewritten
+        if canonical.startswith("estimator.") or canonical == "keras.estimator.model_to_estimator":
+            self.refuse(original, why_not(canonical))
+        return updated

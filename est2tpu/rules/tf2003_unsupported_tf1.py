@@ -1,0 +1,111 @@
+"""TF2003: TF1-only constructs left in a model_fn have no exact TF2 equivalent: report them."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.ftypes import Target
+from est2tpu.rule import Rule
+from est2tpu.rules.tf2001_estimator_facade import tf2_model_fns
+from est2tpu.rules.tf2002_tf1_model_fn_apis import TABLE
+
+# Canonical-name prefixes (after `tf.compat.v1.`) that only work in a TF1 graph, with the
+# way forward. A prefix ending in "." covers a namespace.
+UNSUPPORTED: dict[str, str] = {
+    "get_variable": "create a Keras layer or a tf.Variable once, outside the model_fn",
+    "Variable": "create the tf.Variable once, outside the model_fn",
+    "variable_scope": "variable scopes do not share variables in TF2; use layers",
+    "get_variable_scope": "variable scopes do not share variables in TF2; use layers",
+    "placeholder": "feed tensors through the input_fn",
+    "Session": "the facade runs the model; sessions do not exist in TF2",
+    "InteractiveSession": "the facade runs the model; sessions do not exist in TF2",
+    "get_collection": "only get_collection(GraphKeys.UPDATE_OPS) is supported",
+    "add_to_collection": "graph collections do not exist in TF2",
+    "get_default_graph": "graphs are per tf.function in TF2",
+    "global_variables": "graph collections do not exist in TF2",
+    "trainable_variables": "graph collections do not exist in TF2",
+    "local_variables": "graph collections do not exist in TF2",
+    "GraphKeys": "only GraphKeys.UPDATE_OPS is supported",
+    "py_func": "use tf.numpy_function, or keep the work outside the model",
+    "layers.": "this layer has no facade equivalent; use a Keras layer created once",
+    "losses.": "this loss has no facade equivalent; compute it with TF2 ops",
+    "metrics.": "this metric has no facade equivalent (e.g. auc needs TF1's buckets)",
+    "train.": "this tf.compat.v1.train API has no facade equivalent",
+    "summary.": "TF1 summaries need a session; the facade writes loss and eval metrics",
+}
+METHODS = {
+    "compute_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
+    "apply_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
+}
+
+
+def unsupported(name: str) -> str | None:
+    for prefix, hint in UNSUPPORTED.items():
+        if name == prefix or (prefix.endswith(".") and name.startswith(prefix)):
+            return hint
+        if not prefix.endswith(".") and name.startswith(prefix + "."):
+            return hint
+    return None
+
+
+class UnsupportedTf1(Rule):
+    ID = "TF2003"
+    TARGETS = (Target.TF2,)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.model_fns = tf2_model_fns(self.state.index)
+        self.depth = 0
+        self.inner: set[int] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.depth or (self.state.path, self.here) in self.model_fns:
+            self.depth += 1
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        if self.depth:
+            self.depth -= 1
+        return updated_node
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.inner.add(id(node.value))
+        self.inner.add(id(node.attr))
+        if self.depth:
+            self._check(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self.depth and id(node) not in self.inner:
+            self._check(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            self.depth
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in METHODS
+            and self.state.imports.qualify(func) is None
+        ):
+            self.refuse(
+                node,
+                f"`.{func.attr.value}(...)` in a model_fn has no tf2 facade equivalent; "
+                f"{METHODS[func.attr.value]}",
+            )
+
+    def _check(self, node: cst.Name | cst.Attribute) -> None:
+        if id(node) in self.inner:
+            return  # only the whole dotted name is judged
+        qualified = self.state.imports.qualify(node)
+        if qualified is None or not qualified.startswith("tensorflow.compat.v1."):
+            return
+        name = qualified[len("tensorflow.compat.v1.") :]
+        if name in TABLE:
+            return  # TF2002's to map
+        hint = unsupported(name)
+        if hint is not None:
+            self.refuse(
+                node,
+                f"`tf.compat.v1.{name}` has no exact TF2 equivalent in a model_fn run by the "
+                f"tf2 facade; {hint}",
+            )
