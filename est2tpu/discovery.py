@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +181,22 @@ def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _not_regular(path: Path | str) -> str | None:
+    """Why ``path`` (followed through symlinks) is not a file we can read, or None.
+
+    Reading a FIFO blocks until someone writes to it, and a device can be endless: only
+    regular files are ever opened.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror or exc}"
+    if stat.S_ISREG(mode):
+        return None
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    return f"not a regular file ({kind})"
+
+
 def _is_venv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file()
 
@@ -240,6 +257,8 @@ class _Walk:
                 continue
             if is_link:
                 self._link(path)
+            elif (odd := _not_regular(path)) is not None:
+                self.found.append((self.spelled(path), odd))
             else:
                 self.found.append(self.spelled(path))
 
@@ -255,6 +274,8 @@ class _Walk:
         elif not _is_within(target, self.real_root):
             reason = f"symlink points outside the tree ({target})"
             self.found.append((self.spelled(path), reason))
+        elif (odd := _not_regular(target)) is not None:
+            self.found.append((self.spelled(path), odd))
         else:
             self.links.append((self.spelled(path), target))
 
@@ -273,7 +294,8 @@ def discover(
 
     A path given explicitly is always yielded, whatever the excludes say. A problem is
     yielded as ``(path, one-line reason)``: a missing path, an unreadable directory, a
-    broken symlink, or a symlinked file pointing outside the tree.
+    broken symlink, a symlinked file pointing outside the tree, or something that is not
+    a regular file (a FIFO would block the run forever).
     """
     seen: set[str] = set()
     cwd_excludes = parse_ignore_lines(exclude, Path.cwd())
@@ -285,7 +307,9 @@ def discover(
             continue
         if not given.is_dir():
             real = os.path.realpath(given)
-            if real not in seen:
+            if (odd := _not_regular(given)) is not None:
+                yield (given, odd)
+            elif real not in seen:
                 seen.add(real)
                 yield given
             continue
