@@ -14,6 +14,7 @@ from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.index import Indexer, ProjectIndex, module_names
 from est2tpu.notebook import Notebook
 
+
 def all_rules() -> list[RuleInfo]:
     """Every catalogue entry, in ID order."""
     return list(catalogue.load().values())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from est2tpu import api, report, textio
-from est2tpu.discovery import discover
+from est2tpu.catalogue import data_dir
+from est2tpu.config import Config, ConfigError, load_for
+from est2tpu.discovery import discover, parse_ignore_lines
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.writer import write_atomic
 
@@ -65,8 +69,13 @@ PathsArg = Annotated[
     ),
 ]
 TargetOpt = Annotated[
-    Target,
-    typer.Option("--target", "-t", help="What the migrated code is written for."),
+    Target | None,
+    typer.Option(
+        "--target",
+        "-t",
+        help="What the migrated code is written for [default: tpu-estimator, or the config's].",
+        show_default=False,
+    ),
 ]
 SelectOpt = Annotated[
     list[str] | None,
@@ -81,31 +90,72 @@ ExcludeOpt = Annotated[
     typer.Option(help="Skip files matching this gitignore-style pattern (repeatable)."),
 ]
 NoRuntimeOpt = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--no-runtime",
-        help="Emit plain TensorFlow (TPU resolution helpers copied into each file) instead "
-        "of importing est2tpu.runtime.",
+        "--runtime/--no-runtime",
+        help="--no-runtime: emit plain TensorFlow (TPU resolution helpers copied into each "
+        "file) instead of importing est2tpu.runtime [default: --runtime, or the config's].",
+        show_default=False,
     ),
 ]
 QuietOpt = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="Print only findings and errors, no summary."),
 ]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Also name every file and its status, and the config."),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Read [tool.est2tpu] from this file instead of the nearest pyproject.toml.",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+
+
+class OutputFormat(str, enum.Enum):
+    """How `check` reports (to stdout)."""
+
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
+    SARIF = "sarif"
+    JUNIT = "junit"
+
+
+@dataclass
+class _Options:
+    """One run's settings: the command line over the configuration."""
+
+    target: Target
+    select: list[str] | None
+    ignore: list[str]
+    exclude: list[str]
+    use_runtime: bool
+    config: Config
+    quiet: bool = False
+    verbose: bool = False
+    output: OutputFormat = OutputFormat.TEXT
 
 
 @app.command()
 def migrate(
     paths: PathsArg,
-    target: TargetOpt = Target.TPU_ESTIMATOR,
+    target: TargetOpt = None,
     diff: Annotated[
         bool, typer.Option("--diff", help="Print unified diffs to stdout and write nothing.")
     ] = False,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
-    no_runtime: NoRuntimeOpt = False,
+    no_runtime: NoRuntimeOpt = None,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Rewrite Estimator code in place (atomically, keeping encoding, line endings and mode).
 
@@ -114,33 +164,39 @@ def migrate(
     remain, 2 when any file could not be processed.
     """
     mode = _Mode.DIFF if diff else _Mode.WRITE
-    raise typer.Exit(
-        _run(
-            paths,
-            mode,
-            target,
-            select,
-            ignore,
-            exclude,
-            quiet,
-            show_diff=diff,
-            use_runtime=not no_runtime,
-        )
-    )
+    options = _options(paths, config, target, select, ignore, exclude, no_runtime)
+    if options is None:
+        raise typer.Exit(EXIT_ERROR)
+    options.quiet, options.verbose = quiet, verbose
+    raise typer.Exit(_run(paths, mode, options, show_diff=diff))
 
 
 @app.command()
 def check(
     paths: PathsArg,
-    target: TargetOpt = Target.TPU_ESTIMATOR,
+    target: TargetOpt = None,
     diff: Annotated[
-        bool, typer.Option("--diff", help="Also print what would change, as unified diffs.")
+        bool,
+        typer.Option(
+            "--diff", help="Also print what would change, as unified diffs (text and json)."
+        ),
     ] = False,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
-    no_runtime: NoRuntimeOpt = False,
+    no_runtime: NoRuntimeOpt = None,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    config: ConfigOpt = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            "-f",
+            help="Report format on stdout: text (diagnostics on stderr), json, github "
+            "(Actions annotations), sarif (2.1.0) or junit (XML).",
+        ),
+    ] = OutputFormat.TEXT,
 ) -> None:
     """Report what migrate would do, and never write anything (for CI).
 
@@ -148,19 +204,14 @@ def check(
     or a finding remains, 2 on a usage error, a missing path, or a file that could not be
     processed.
     """
-    raise typer.Exit(
-        _run(
-            paths,
-            _Mode.CHECK,
-            target,
-            select,
-            ignore,
-            exclude,
-            quiet,
-            show_diff=diff,
-            use_runtime=not no_runtime,
-        )
-    )
+    if diff and output_format not in (OutputFormat.TEXT, OutputFormat.JSON):
+        _stderr().print(Text("error: --diff goes with --output-format text or json"))
+        raise typer.Exit(EXIT_ERROR)
+    options = _options(paths, config, target, select, ignore, exclude, no_runtime)
+    if options is None:
+        raise typer.Exit(EXIT_ERROR)
+    options.quiet, options.verbose, options.output = quiet, verbose, output_format
+    raise typer.Exit(_run(paths, _Mode.CHECK, options, show_diff=diff))
 
 
 @app.command()
@@ -179,13 +230,25 @@ def explain(
     except KeyError:
         _stderr().print(Text(f"error: unknown rule ID {rule_id!r}; `est2tpu rules` lists them all"))
         raise typer.Exit(EXIT_ERROR) from None
-    text = report.rule_markdown(info)
+    text = report.rule_markdown(info, example=_example(info.id))
     out = _stdout()
     if out.is_terminal:
         out.print(Markdown(text))
     else:
         # Piped: the markdown itself is the most useful form.
         sys.stdout.write(text)
+
+
+def _example(rule_id: str) -> tuple[str, str, str] | None:
+    """The first fixture that shows the rule rewriting: (case name, before, after)."""
+    folder = data_dir("fixtures") / rule_id
+    for before in sorted(folder.glob("*.before.py")):
+        case = before.name[: -len(".before.py")]
+        after = folder / f"{case}.after.py"
+        if case.startswith(("noop_", "refuse_")) or not after.is_file():
+            continue
+        return case, before.read_text(encoding="utf-8"), after.read_text(encoding="utf-8")
+    return None
 
 
 def _split_ids(values: Sequence[str] | None) -> list[str]:
@@ -197,59 +260,106 @@ def _unknown_ids(patterns: Iterable[str]) -> list[str]:
     return [p for p in patterns if not any(k.startswith(p) for k in known)]
 
 
-def _run(
+def _options(
     paths: Sequence[str],
-    mode: _Mode,
-    target: Target,
+    config_file: Path | None,
+    target: Target | None,
     select: Sequence[str] | None,
     ignore: Sequence[str] | None,
     exclude: Sequence[str] | None,
-    quiet: bool,
-    *,
-    show_diff: bool,
-    use_runtime: bool = True,
-) -> int:
+    runtime: bool | None,
+) -> _Options | None:
+    """Merge the command line over the configuration; None (after saying why) on an error."""
     err = _stderr()
-    select_ids = _split_ids(select) if select else None
-    ignore_ids = _split_ids(ignore)
-    unknown = _unknown_ids([*(select_ids or ()), *ignore_ids])
+    try:
+        config = load_for(paths, config_file)
+    except ConfigError as exc:
+        err.print(Text(f"error: {exc}"))
+        return None
+    select_ids = _split_ids(select) if select else config.select
+    ignore_ids = _split_ids(ignore) if ignore else list(config.ignore)
+    pfi = [i for ids in config.per_file_ignores.values() for i in ids]
+    unknown = _unknown_ids([*(select_ids or ()), *ignore_ids, *pfi])
     if unknown:
         err.print(
             Text(f"error: unknown rule ID(s): {', '.join(unknown)}; `est2tpu rules` lists them")
         )
-        return EXIT_ERROR
+        return None
+    excludes = list(exclude) if exclude else list(config.exclude or ())
+    use_runtime = runtime if runtime is not None else config.runtime
+    return _Options(
+        target=target or config.target or Target.TPU_ESTIMATOR,
+        select=select_ids,
+        ignore=ignore_ids,
+        exclude=[*excludes, *config.extend_exclude],
+        use_runtime=True if use_runtime is None else use_runtime,
+        config=config,
+    )
+
+
+def _force_excluded(path: Path, options: _Options) -> bool:
+    """Whether the config's excludes name a file given explicitly (as pre-commit gives them)."""
+    config = options.config
+    if config.path is None:
+        return False
+    patterns = parse_ignore_lines([*(config.exclude or ()), *config.extend_exclude], config.root)
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(config.root)
+    except ValueError:
+        return False
+    parts = rel.parts
+    for i in range(1, len(parts) + 1):
+        sub = "/".join(parts[:i])
+        is_dir = i < len(parts)
+        if any(p.matches(sub, is_dir) and not p.negate for p in patterns):
+            return True
+    return False
+
+
+def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: bool) -> int:
+    err = _stderr()
     if paths.count("-") > 1:
         err.print(Text("error: '-' (stdin) can be given only once"))
         return EXIT_ERROR
+    text = options.output is OutputFormat.TEXT
+    if options.verbose and options.config.path is not None:
+        err.out(f"config: {options.config.path}", highlight=False)
 
     summary = report.Summary()
+    collected: list[FileResult] = []
     if "-" in paths:
-        _stdin(
-            mode,
-            target,
-            select_ids,
-            ignore_ids,
-            summary,
-            err,
-            show_diff=show_diff,
-            use_runtime=use_runtime,
-        )
-    file_paths = [Path(p) for p in paths if p != "-"]
+        result = _stdin(mode, options, summary, err, show_diff=show_diff and text)
+        collected.append(result)
+    file_paths = []
+    for p in paths:
+        if p == "-":
+            continue
+        if Path(p).is_file() and _force_excluded(Path(p), options):
+            if options.verbose:
+                err.out(f"excluded {p} (config)", highlight=False)
+            continue
+        file_paths.append(Path(p))
     if file_paths:
+        config = options.config
         results = api.migrate_paths(
             file_paths,
-            target=target,
-            select=select_ids,
-            ignore=ignore_ids,
-            exclude=list(exclude or ()),
-            use_runtime=use_runtime,
+            target=options.target,
+            select=options.select,
+            ignore=options.ignore,
+            exclude=options.exclude,
+            use_runtime=options.use_runtime,
+            per_file_ignores=config.ignores_for if config.per_file_ignores else None,
         )
-        for result in _with_progress(results, file_paths, exclude or (), err):
-            _handle(result, mode, err, show_diff=show_diff, quiet=quiet)
+        for result in _with_progress(results, file_paths, options.exclude, err):
+            _handle(result, mode, err, show_diff=show_diff and text, options=options)
             summary.add(result)
-            for line in report.finding_lines(result):
-                err.out(line, highlight=False)
-    if not quiet:
+            collected.append(result)
+            if text:
+                for line in report.finding_lines(result):
+                    err.out(line, highlight=False)
+    if not text:
+        _write_report(collected, options.output, with_diff=show_diff)
+    if not options.quiet:
         err.print(report.summary_table(summary, dry_run=mode is not _Mode.WRITE))
 
     if summary.failed:
@@ -261,12 +371,30 @@ def _run(
     return EXIT_OK
 
 
-def _handle(result: FileResult, mode: _Mode, err: Console, *, show_diff: bool, quiet: bool) -> None:
+def _write_report(results: list[FileResult], output: OutputFormat, *, with_diff: bool) -> None:
+    if output is OutputFormat.JSON:
+        rendered = report.json_report(results, with_diff=with_diff)
+    elif output is OutputFormat.GITHUB:
+        rendered = report.github_report(results)
+    elif output is OutputFormat.SARIF:
+        rendered = report.sarif_report(results, api.all_rules())
+    else:
+        rendered = report.junit_report(results)
+    sys.stdout.write(rendered)
+    sys.stdout.flush()
+
+
+def _handle(
+    result: FileResult, mode: _Mode, err: Console, *, show_diff: bool, options: _Options
+) -> None:
     """Print, and in write mode write, one file's result. A failed write fails the result."""
+    quiet = options.quiet or options.output is not OutputFormat.TEXT
     if result.status is Status.FAILED:
         err.out(report.failure_line(result), highlight=False)
         return
     if result.status is not Status.CHANGED:
+        if options.verbose:
+            err.out(f"{result.status.value} {result.path}", highlight=False)
         return
     if show_diff:
         _print_diff(report.unified_diff(result))
@@ -295,16 +423,8 @@ def _write(result: FileResult) -> None:
 
 
 def _stdin(
-    mode: _Mode,
-    target: Target,
-    select: list[str] | None,
-    ignore: list[str],
-    summary: report.Summary,
-    err: Console,
-    *,
-    show_diff: bool,
-    use_runtime: bool = True,
-) -> None:
+    mode: _Mode, options: _Options, summary: report.Summary, err: Console, *, show_diff: bool
+) -> FileResult:
     data = sys.stdin.buffer.read()
     try:
         decoded = textio.decode(data)
@@ -313,11 +433,11 @@ def _stdin(
     else:
         result = api.migrate_source(
             decoded.text,
-            target=target,
+            target=options.target,
             path="-",
-            select=select,
-            ignore=ignore,
-            use_runtime=use_runtime,
+            select=options.select,
+            ignore=options.ignore,
+            use_runtime=options.use_runtime,
         )
         result.encoding, result.bom, result.newline = (
             decoded.encoding,
@@ -335,8 +455,10 @@ def _stdin(
             _write_stdout(data)
         else:
             _write_stdout(textio.encode(result.new_text, result.encoding, result.bom))
-    for line in report.finding_lines(result):
-        err.out(line, highlight=False)
+    if options.output is OutputFormat.TEXT:
+        for line in report.finding_lines(result):
+            err.out(line, highlight=False)
+    return result
 
 
 def _write_stdout(data: bytes) -> None:

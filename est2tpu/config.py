@@ -65,8 +65,7 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _glob_matches(rel: str, glob: str) -> bool:
-    if glob.startswith("./"):
-        glob = glob[2:]
+    glob = glob.removeprefix("./")
     if fnmatch.fnmatchcase(rel, glob):
         return True
     # A glob without a slash matches a file name anywhere, as in .gitignore and ruff.
@@ -106,7 +105,9 @@ def _str_list(value: Any, key: str, source: Path) -> list[str]:
 
 
 def _ids(value: Any, key: str, source: Path) -> list[str]:
-    return [p.strip().upper() for v in _str_list(value, key, source) for p in v.split(",") if p.strip()]
+    return [
+        p.strip().upper() for v in _str_list(value, key, source) for p in v.split(",") if p.strip()
+    ]
 
 
 def load(path: Path) -> Config:

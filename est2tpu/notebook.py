@@ -119,7 +119,9 @@ class Notebook:
         for e in edits:
             number, line = self.locate(e.position.line)
             out.append(
-                Edit(e.rule_id, Position(line, e.position.column), f"cell {number}: {e.description}")
+                Edit(
+                    e.rule_id, Position(line, e.position.column), f"cell {number}: {e.description}"
+                )
             )
         return out
 
@@ -170,7 +172,9 @@ class Notebook:
                 continue
             original = remaining.pop(int(match.group(2)), None)
             if original is None:
-                raise MigrationError("internal error: IPython syntax was duplicated in the migration")
+                raise MigrationError(
+                    "internal error: IPython syntax was duplicated in the migration"
+                )
             out.append(original.rstrip("\r\n") + (match.group(3) or ""))
         return "".join(out)
 
@@ -194,14 +198,14 @@ class Notebook:
             if tag == "equal":
                 tokens.extend(self.raw[s:e] for s, e in old_items[a0:a1])
             else:
-                tokens.extend(json.dumps(x, ensure_ascii=self.ensure_ascii) for x in new_lines[b0:b1])
+                tokens.extend(
+                    json.dumps(x, ensure_ascii=self.ensure_ascii) for x in new_lines[b0:b1]
+                )
         if not old_items:
             return "[" + ", ".join(tokens) + "]"
         first = self.raw[start + 1 : old_items[0][0]]
         last = self.raw[old_items[-1][1] : end - 1]
-        between = (
-            self.raw[old_items[0][1] : old_items[1][0]] if len(old_items) > 1 else "," + first
-        )
+        between = self.raw[old_items[0][1] : old_items[1][0]] if len(old_items) > 1 else "," + first
         if not tokens:
             return "[]"
         return "[" + first + between.join(tokens) + last + "]"
@@ -211,7 +215,9 @@ class _Spans:
     """Where each code cell's `source` (and each of its items) lies in the JSON text."""
 
     _WS = re.compile(r"[ \t\n\r]*")
-    _SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|NaN|-?Infinity")
+    _SCALAR = re.compile(
+        r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|NaN|-?Infinity"
+    )
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -309,16 +315,19 @@ def load(data: bytes) -> Notebook:
         raise MigrationError("cannot read notebook: no 'cells' list (nbformat 4 is required)")
     scanner = _Spans(raw)
     scanner.value(0, ())
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    language = (metadata.get("kernelspec") or {}).get("language") or (
-        metadata.get("language_info") or {}
-    ).get("name", "python")
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    kernelspec = metadata.get("kernelspec")
+    language_info = metadata.get("language_info")
+    language = (kernelspec.get("language") if isinstance(kernelspec, dict) else None) or (
+        language_info.get("name", "python") if isinstance(language_info, dict) else "python"
+    )
     nb = Notebook(
         raw=raw,
         cells=[],
         spans=scanner.spans,
-        ensure_ascii=not any(ord(c) > 127 for c in raw) and re.search(r"\\u[0-9a-fA-F]{4}", raw)
-        is not None,
+        ensure_ascii=not any(ord(c) > 127 for c in raw)
+        and re.search(r"\\u[0-9a-fA-F]{4}", raw) is not None,
         python=str(language).lower() == "python",
     )
     line = 1

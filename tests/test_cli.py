@@ -448,7 +448,7 @@ def test_summary_table_counts() -> None:
     text = render(report.summary_table(report.Summary.of(results), dry_run=True))
     for label, count in [
         ("files scanned", 4),
-        ("skipped by pre-filter", 1),
+        ("skipped", 1),
         ("would change", 1),
         ("unchanged", 1),
         ("failed", 1),

@@ -36,7 +36,11 @@ def real_notebook() -> Any:
         "cells": [
             markdown(["# Estimator on TPU — démo\n", "\n", "Train a tiny model."]),
             code(
-                ["!pip install -q tensorflow==2.15\n", "import numpy as np\n", "import tensorflow as tf"],
+                [
+                    "!pip install -q tensorflow==2.15\n",
+                    "import numpy as np\n",
+                    "import tensorflow as tf",
+                ],
                 1,
                 [{"name": "stdout", "output_type": "stream", "text": ["Successfully installed\n"]}],
             ),
@@ -109,7 +113,9 @@ def changed_json_lines(old: str, new: str) -> tuple[list[str], list[str]]:
 
 
 def sources(nb: Any) -> list[str]:
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in nb["cells"]]
+    return [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in nb["cells"]
+    ]
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -146,7 +152,9 @@ def test_round_trip_changes_only_code_source_lines(tmp_path: Path, layout: str) 
         assert line.strip().rstrip(",") in code_lines, line
     # The IPython syntax survived; the program was migrated across cells.
     src = sources(new)
-    assert src[1].startswith("!pip install -q tensorflow==2.15\nimport numpy as np\nimport tensorflow as tf")
+    assert src[1].startswith(
+        "!pip install -q tensorflow==2.15\nimport numpy as np\nimport tensorflow as tf"
+    )
     assert "TPUEstimatorSpec(" in src[3]  # model_fn in one cell ...
     assert src[4].startswith("%%time\n") and "params['batch_size']" in src[4].replace('"', "'")
     assert src[5].startswith("%time x = 1\ntf.estimator.Estimator?\n")

@@ -1,0 +1,144 @@
+"""The real `pre-commit` runs this repository's hooks on a scratch repository.
+
+pre-commit builds its own environment with `pip install .` of a snapshot of this working
+tree (libcst, typer and rich come from the package index), so this test takes a while.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TRAINER = """\
+import tensorflow as tf
+
+
+def model_fn(features, labels, mode, params):
+    loss = tf.reduce_mean(features["x"])
+    return tf.estimator.EstimatorSpec(mode=mode, loss=loss)
+
+
+est = tf.estimator.Estimator(model_fn=model_fn, model_dir="/tmp/m")
+"""
+
+
+def notebook() -> str:
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": ["!pip install tensorflow\n", *TRAINER.splitlines(keepends=True)],
+        }
+    ]
+    doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+pre_commit = shutil.which("pre-commit") or str(Path(sys.executable).parent / "pre-commit")
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    done = subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *args],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def snapshot_of_this_tree(dest: Path) -> str:
+    """Copy the working tree (tracked and untracked, not ignored) into a fresh repo; its sha."""
+    files = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-q", "-m", "snapshot")
+    return git(dest, "rev-parse", "HEAD")
+
+
+def run_pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    return subprocess.run(
+        [pre_commit, "run", "--all-files", "--color", "never"],
+        cwd=repo,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.mark.skipif(not Path(pre_commit).exists(), reason="pre-commit is not installed")
+def test_pre_commit_migrates_then_passes(tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    sha = snapshot_of_this_tree(hooks)
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    (repo / "trainer.py").write_text(TRAINER, encoding="utf-8")
+    (repo / "explore.ipynb").write_text(notebook(), encoding="utf-8")
+    (repo / "other.txt").write_text("tf.estimator.Estimator\n", encoding="utf-8")
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hooks}\n  rev: {sha}\n  hooks:\n  - id: est2tpu\n",
+        encoding="utf-8",
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "estimator code")
+
+    first = run_pre_commit(repo, tmp_path / "cache")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "files were modified by this hook" in first.stdout, first.stdout
+    trainer = (repo / "trainer.py").read_text(encoding="utf-8")
+    assert "tf.compat.v1.estimator.tpu.TPUEstimator(" in trainer
+    assert "TPUEstimator(" in (repo / "explore.ipynb").read_text(encoding="utf-8")
+    assert "!pip install tensorflow" in (repo / "explore.ipynb").read_text(encoding="utf-8")
+    assert (repo / "other.txt").read_text(encoding="utf-8") == "tf.estimator.Estimator\n"
+
+    second = run_pre_commit(repo, tmp_path / "cache")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "Passed" in second.stdout
+    assert (repo / "trainer.py").read_text(encoding="utf-8") == trainer
+
+
+@pytest.mark.skipif(not Path(pre_commit).exists(), reason="pre-commit is not installed")
+def test_hook_manifest_is_valid() -> None:
+    done = subprocess.run(
+        [pre_commit, "validate-manifest", str(ROOT / ".pre-commit-hooks.yaml")],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    for needle in ("id: est2tpu\n", "id: est2tpu-check\n", "types_or: [python, jupyter]"):
+        assert needle in text
+    assert text.count("require_serial: true") == 2
