@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["write_atomic"]
@@ -25,8 +28,15 @@ def write_atomic(path: Path, data: bytes) -> bool:
     on one filesystem), which gets the original file's permission bits, is fsynced, and then
     replaces the file. A symlink is written through: its target is replaced, the link stays.
     Nothing is written when ``data`` equals the current content. On any error the temporary
-    file is removed and the error is raised; the original file is untouched.
+    file is removed and the error is raised; the original file is untouched. A Ctrl-C
+    (SIGINT) that arrives during the write is held until the file is replaced, so that
+    an interrupted run never leaves a temporary file behind.
     """
+    with _sigint_held():
+        return _write(path, data)
+
+
+def _write(path: Path, data: bytes) -> bool:
     target = Path(os.path.realpath(path))
     try:
         st = target.stat()
@@ -52,6 +62,24 @@ def write_atomic(path: Path, data: bytes) -> bool:
         raise
     _fsync_dir(target.parent)
     return True
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    # Python runs signal handlers between bytecodes, so a KeyboardInterrupt could land just
+    # after mkstemp and before the cleanup is armed. Hold the signal for the few
+    # milliseconds of one write, then deliver it to whatever handler was there.
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread receives signals
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            signal.raise_signal(signal.SIGINT)
 
 
 def _fsync_dir(directory: Path) -> None:
