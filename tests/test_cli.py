@@ -456,3 +456,32 @@ def test_summary_table_counts() -> None:
     ]:
         row = next(line for line in text.splitlines() if label in line)
         assert row.split("│")[-2].strip() == str(count), row
+
+
+def test_explain_ends_with_the_fixture_example(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["explain", "TPU002"])
+    assert result.exit_code == 0
+    assert "## Example" in result.stdout
+    assert "```diff\n--- a/export_savedmodel.py" in result.stdout
+    assert "+    return estimator.export_saved_model(" in result.stdout
+
+
+def test_verbose_names_every_file_and_the_config(runner: CliRunner, project: Path) -> None:
+    write(project / "pyproject.toml", "[tool.est2tpu]\n")
+    write(project / "clean.py", NOTHING_TO_DO)
+    write(project / "train.py", CLEAN_MIGRATION)
+    result = runner.invoke(app, ["check", "-v", "."])
+    assert "config: " in result.stderr and "pyproject.toml" in result.stderr
+    assert "skipped clean.py" in result.stderr
+    assert "would migrate train.py" in result.stderr
+
+
+def test_package_level_api_is_lazy() -> None:
+    code = (
+        "import sys, est2tpu; assert 'libcst' not in sys.modules; "
+        "r = est2tpu.migrate_source('x = 1\\n', target=est2tpu.Target.TPU_ESTIMATOR); "
+        "print(r.status.value)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "unchanged"
