@@ -28,12 +28,16 @@ FACADE_NAMES: dict[str, str] = {
     "estimator.export.ServingInputReceiver": "export.ServingInputReceiver",
 }
 # Namespaces under tf.estimator (not symbols): reached only through a longer name.
-NAMESPACES = frozenset({"estimator", "estimator.export", "estimator.inputs", "estimator.tpu",
-                        "estimator.experimental"})
+NAMESPACES = frozenset(
+    {"estimator", "estimator.export", "estimator.inputs", "estimator.tpu", "estimator.experimental"}
+)
 # Arguments the facade has no equivalent for, per facade constructor.
 UNSUPPORTED_ARGS: dict[str, tuple[str, ...]] = {
     "EstimatorSpec": (
-        "training_chief_hooks", "training_hooks", "scaffold", "evaluation_hooks",
+        "training_chief_hooks",
+        "training_hooks",
+        "scaffold",
+        "evaluation_hooks",
         "prediction_hooks",
     ),
     "RunConfig": ("train_distribute", "eval_distribute", "experimental_distribute"),
@@ -65,8 +69,10 @@ def why_not(canonical: str) -> str:
             "`est2tpu.runtime.tf2.strategy().scope()` and call fit/evaluate/predict with "
             "explicit steps"
         )
-    if canonical.startswith("estimator.") and short.startswith(PREMADE_PREFIXES) and (
-        short.endswith(("Classifier", "Regressor", "Estimator"))
+    if (
+        canonical.startswith("estimator.")
+        and short.startswith(PREMADE_PREFIXES)
+        and (short.endswith(("Classifier", "Regressor", "Estimator")))
     ):
         return (
             f"premade {short} has no exact tf2 mapping here yet: write its model_fn (or a "

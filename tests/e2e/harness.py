@@ -173,8 +173,11 @@ def run_project(
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    python: str | None = None,
 ) -> RunResult:
     """Run a project's entry in ``project_dir`` and read back its results JSON.
+
+    ``python`` is the interpreter (default: the TF 2.15 one from ``tf_python()``).
 
     ``workdir`` receives the model directory and the results file; it must not
     exist yet or be empty, so that no checkpoint of an earlier run is resumed.
@@ -185,7 +188,8 @@ def run_project(
     results_file = workdir / "results.json"
     if model_dir.exists() or results_file.exists():
         raise ValueError(f"{workdir} holds an earlier run")
-    argv = [tf_python(), *entry, "--model_dir", str(model_dir), "--results", str(results_file)]
+    interpreter = python or tf_python()
+    argv = [interpreter, *entry, "--model_dir", str(model_dir), "--results", str(results_file)]
     start = time.monotonic()
     proc = subprocess.run(
         [*argv, *args],

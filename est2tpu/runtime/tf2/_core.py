@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 class ModeKeys:
@@ -124,7 +125,7 @@ class State:
         out: dict[str, Any] = {"global_step": self.global_step}
         for layer in self.layers.values():
             out[f"layer/{layer.name}"] = layer
-        for key, opt in self.optimizers.items():
+        for opt in self.optimizers.values():
             out[f"optimizer/{opt.checkpoint_name}"] = opt.inner
         return out
 

@@ -124,8 +124,13 @@ def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
             "est2tpu tf2 facade: the model_fn must return est2tpu.runtime.tf2.EstimatorSpec, "
             f"got {type(spec).__name__}"
         )
-    for hook_field in ("training_chief_hooks", "training_hooks", "scaffold",
-                       "evaluation_hooks", "prediction_hooks"):
+    for hook_field in (
+        "training_chief_hooks",
+        "training_hooks",
+        "scaffold",
+        "evaluation_hooks",
+        "prediction_hooks",
+    ):
         if getattr(spec, hook_field):
             raise NotImplementedError(
                 f"est2tpu tf2 facade: EstimatorSpec({hook_field}=...) is not supported"
@@ -286,9 +291,7 @@ class Estimator:
             return spec.loss if spec.loss is not None else tf.constant(0.0)
 
         with self._strategy.scope():
-            tf.function(build, autograph=False).get_concrete_function(
-                features_spec, labels_spec
-            )
+            tf.function(build, autograph=False).get_concrete_function(features_spec, labels_spec)
         self._built.add(mode)
         self._restore()
 
@@ -307,7 +310,7 @@ class Estimator:
             )
         for name, obj in state.trackables().items():
             # Attaching to a restored Checkpoint restores the object (deferred restore).
-            self._checkpoint._track_trackable(obj, name=name, overwrite=True)  # noqa: SLF001
+            self._checkpoint._track_trackable(obj, name=name, overwrite=True)
         if self._restored:
             return
         self._restored = True
@@ -360,12 +363,13 @@ class Estimator:
                 lambda: self._call_model_fn(features, labels, ModeKeys.TRAIN),
             )
             scaled = [
-                (record, self._scaled(record.loss, inv, features, ctx))
-                for record in inv.train_ops
+                (record, self._scaled(record.loss, inv, features, ctx)) for record in inv.train_ops
             ]
         if spec.loss is None or not inv.train_ops:
-            raise ValueError("est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
-                             "and a train_op from optimizer.minimize(loss)")
+            raise ValueError(
+                "est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
+                "and a train_op from optimizer.minimize(loss)"
+            )
         for record, loss in scaled:
             variables = list(record.var_list or state.trainable_variables())
             grads = tape.gradient(loss, variables)
@@ -457,8 +461,10 @@ class Estimator:
                     n = min(n, every - step % every)
             loss, done = train_steps(iterator, tf.constant(n, tf.int64))
             step = int(state.global_step.numpy())
-            if writer is not None and config.save_summary_steps and (
-                step % config.save_summary_steps == 0
+            if (
+                writer is not None
+                and config.save_summary_steps
+                and (step % config.save_summary_steps == 0)
             ):
                 with writer.as_default():
                     _scalar_summary("loss", loss, step)
@@ -529,8 +535,11 @@ class Estimator:
         state = self._ensure_state()
         if "eval" not in self._functions:
             with self._strategy.scope(), tf.init_scope():
-                self._loss_metric = Metric("eval_loss", {"total": [], "count": []},
-                                           lambda total, count: tf.math.divide_no_nan(total, count))
+                self._loss_metric = Metric(
+                    "eval_loss",
+                    {"total": [], "count": []},
+                    lambda total, count: tf.math.divide_no_nan(total, count),
+                )
             strategy = self._strategy
 
             @tf.function
@@ -573,8 +582,9 @@ class Estimator:
             lambda: self._call_model_fn(features, None, ModeKeys.PREDICT),
         )
         if spec.predictions is None:
-            raise ValueError("est2tpu tf2 facade: in PREDICT mode the model_fn must return "
-                             "predictions")
+            raise ValueError(
+                "est2tpu tf2 facade: in PREDICT mode the model_fn must return predictions"
+            )
         return tf.nest.map_structure(tf.convert_to_tensor, spec.predictions)
 
     def predict(
@@ -614,7 +624,7 @@ class Estimator:
                 continue
             size = len(tf.nest.flatten(batch)[0])
             for i in range(size):
-                yield tf.nest.map_structure(lambda a: a[i], batch)
+                yield tf.nest.map_structure(lambda a, i=i: a[i], batch)
 
     # -- export -------------------------------------------------------------------------
 
@@ -656,10 +666,14 @@ class Estimator:
         features_spec = tf.nest.map_structure(
             lambda t: tf.TensorSpec(t.shape, t.dtype), outputs["features"]
         )
-        self._build(ModeKeys.PREDICT, tf.data.Dataset.from_tensors(
-            tf.nest.map_structure(lambda s: tf.zeros([d or 1 for d in s.shape], s.dtype),
-                                  features_spec)
-        ))
+        self._build(
+            ModeKeys.PREDICT,
+            tf.data.Dataset.from_tensors(
+                tf.nest.map_structure(
+                    lambda s: tf.zeros([d or 1 for d in s.shape], s.dtype), features_spec
+                )
+            ),
+        )
         if checkpoint_path is not None:
             self._checkpoint.restore(checkpoint_path).expect_partial()
         state = self._ensure_state()
@@ -674,18 +688,20 @@ class Estimator:
             )
             export_outputs = spec.export_outputs or {}
             if export_outputs:
-                key = "serving_default" if "serving_default" in export_outputs else sorted(
-                    export_outputs
-                )[0]
+                key = (
+                    "serving_default"
+                    if "serving_default" in export_outputs
+                    else min(export_outputs)
+                )
                 return dict(export_outputs[key].outputs)
             predictions = spec.predictions
             return dict(predictions) if isinstance(predictions, dict) else {"output": predictions}
 
         serving = tf.function(serve, input_signature=input_spec, autograph=False)
         module = tf.Module()
-        module.model = tf.train.Checkpoint(**{
-            k.replace("/", "_"): v for k, v in state.trackables().items()
-        })
+        module.model = tf.train.Checkpoint(
+            **{k.replace("/", "_"): v for k, v in state.trackables().items()}
+        )
         module.receive = receive
         export_dir = os.path.join(os.fspath(export_dir_base), str(int(time.time())))
         with self._strategy.scope():
@@ -712,14 +728,26 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
 class LatestExporter:
     """`tf.estimator.LatestExporter` (exports_to_keep is honoured)."""
 
-    def __init__(self, name: str, serving_input_receiver_fn: Callable[[], Any],
-                 assets_extra: Any = None, as_text: bool = False, exports_to_keep: int = 5) -> None:
+    def __init__(
+        self,
+        name: str,
+        serving_input_receiver_fn: Callable[[], Any],
+        assets_extra: Any = None,
+        as_text: bool = False,
+        exports_to_keep: int = 5,
+    ) -> None:
         self.name = name
         self._fn = serving_input_receiver_fn
         self._keep = exports_to_keep
 
-    def export(self, estimator: Estimator, export_path: str, checkpoint_path: Any,
-               eval_result: Any, is_the_final_export: bool) -> bytes:
+    def export(
+        self,
+        estimator: Estimator,
+        export_path: str,
+        checkpoint_path: Any,
+        eval_result: Any,
+        is_the_final_export: bool,
+    ) -> bytes:
         out = estimator.export_saved_model(export_path, self._fn)
         if self._keep:
             versions = sorted(d for d in os.listdir(export_path) if d.isdigit())
@@ -733,8 +761,11 @@ class LatestExporter:
 class FinalExporter(LatestExporter):
     """`tf.estimator.FinalExporter`."""
 
-    def __init__(self, name: str, serving_input_receiver_fn: Callable[[], Any],
-                 assets_extra: Any = None, as_text: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        serving_input_receiver_fn: Callable[[], Any],
+        assets_extra: Any = None,
+        as_text: bool = False,
+    ) -> None:
         super().__init__(name, serving_input_receiver_fn, exports_to_keep=0)
-
-

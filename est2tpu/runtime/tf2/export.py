@@ -27,7 +27,5 @@ class ServingInputReceiver:
             )
         self.features = features
         self.receiver_tensors = (
-            receiver_tensors
-            if isinstance(receiver_tensors, dict)
-            else {"input": receiver_tensors}
+            receiver_tensors if isinstance(receiver_tensors, dict) else {"input": receiver_tensors}
         )

@@ -3,7 +3,8 @@ once per call site and reused on every later call of the model_fn."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from est2tpu.runtime.tf2._core import current, stored
 from est2tpu.runtime.tf2._keras import keras
@@ -14,9 +15,7 @@ def _layer(kind: str, name: str | None, make: Callable[[str], Any], depth: int =
     inv = current(f"tf2.layers.{kind}")
     key: Any = ("name", name) if name else inv.site_key(depth)
     state = inv.state
-    layer = stored(
-        "layer", lambda: make(name or state.unique_name(kind)), key, state.layers
-    )
+    layer = stored("layer", lambda: make(name or state.unique_name(kind)), key, state.layers)
     inv.used_layers.append(layer)
     return layer
 
@@ -143,9 +142,7 @@ def dropout(
     return layer(inputs, training=_training(training))
 
 
-def _conv(
-    kind: str, cls_name: str, inputs: Any, filters: int, kernel_size: Any, **kw: Any
-) -> Any:
+def _conv(kind: str, cls_name: str, inputs: Any, filters: int, kernel_size: Any, **kw: Any) -> Any:
     name = kw.pop("name", None)
     kw.pop("reuse", None)
     kw["kernel_initializer"] = kw.get("kernel_initializer") or "glorot_uniform"
@@ -182,13 +179,26 @@ def conv2d(
 ) -> Any:
     """`tf.compat.v1.layers.conv2d`."""
     return _conv(
-        "conv2d", "Conv2D", inputs, filters, kernel_size, strides=strides, padding=padding,
-        data_format=data_format, dilation_rate=dilation_rate, activation=activation,
-        use_bias=use_bias, kernel_initializer=kernel_initializer,
-        bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
-        bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
-        kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
-        trainable=trainable, name=name,
+        "conv2d",
+        "Conv2D",
+        inputs,
+        filters,
+        kernel_size,
+        strides=strides,
+        padding=padding,
+        data_format=data_format,
+        dilation_rate=dilation_rate,
+        activation=activation,
+        use_bias=use_bias,
+        kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer,
+        kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer,
+        activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint,
+        bias_constraint=bias_constraint,
+        trainable=trainable,
+        name=name,
     )
 
 
@@ -215,18 +225,39 @@ def conv1d(
 ) -> Any:
     """`tf.compat.v1.layers.conv1d`."""
     return _conv(
-        "conv1d", "Conv1D", inputs, filters, kernel_size, strides=strides, padding=padding,
-        data_format=data_format, dilation_rate=dilation_rate, activation=activation,
-        use_bias=use_bias, kernel_initializer=kernel_initializer,
-        bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
-        bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
-        kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
-        trainable=trainable, name=name,
+        "conv1d",
+        "Conv1D",
+        inputs,
+        filters,
+        kernel_size,
+        strides=strides,
+        padding=padding,
+        data_format=data_format,
+        dilation_rate=dilation_rate,
+        activation=activation,
+        use_bias=use_bias,
+        kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer,
+        kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer,
+        activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint,
+        bias_constraint=bias_constraint,
+        trainable=trainable,
+        name=name,
     )
 
 
-def _pool(kind: str, cls_name: str, inputs: Any, pool_size: Any, strides: Any, padding: str,
-          data_format: str, name: str | None) -> Any:
+def _pool(
+    kind: str,
+    cls_name: str,
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str,
+    data_format: str,
+    name: str | None,
+) -> Any:
     layer = _layer(
         kind,
         name,
@@ -238,25 +269,53 @@ def _pool(kind: str, cls_name: str, inputs: Any, pool_size: Any, strides: Any, p
     return layer(inputs)
 
 
-def max_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
-                  data_format: str = "channels_last", name: str | None = None) -> Any:
+def max_pooling2d(
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> Any:
     """`tf.compat.v1.layers.max_pooling2d` (`strides` is required, as in TF1)."""
-    return _pool("max_pooling2d", "MaxPooling2D", inputs, pool_size, strides, padding,
-                 data_format, name)
+    return _pool(
+        "max_pooling2d", "MaxPooling2D", inputs, pool_size, strides, padding, data_format, name
+    )
 
 
-def average_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
-                      data_format: str = "channels_last", name: str | None = None) -> Any:
+def average_pooling2d(
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> Any:
     """`tf.compat.v1.layers.average_pooling2d`."""
-    return _pool("average_pooling2d", "AveragePooling2D", inputs, pool_size, strides, padding,
-                 data_format, name)
+    return _pool(
+        "average_pooling2d",
+        "AveragePooling2D",
+        inputs,
+        pool_size,
+        strides,
+        padding,
+        data_format,
+        name,
+    )
 
 
-def max_pooling1d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
-                  data_format: str = "channels_last", name: str | None = None) -> Any:
+def max_pooling1d(
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> Any:
     """`tf.compat.v1.layers.max_pooling1d`."""
-    return _pool("max_pooling1d", "MaxPooling1D", inputs, pool_size, strides, padding,
-                 data_format, name)
+    return _pool(
+        "max_pooling1d", "MaxPooling1D", inputs, pool_size, strides, padding, data_format, name
+    )
 
 
 def flatten(inputs: Any, name: str | None = None, data_format: str = "channels_last") -> Any:

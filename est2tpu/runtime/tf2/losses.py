@@ -85,7 +85,10 @@ sigmoid_cross_entropy = _make("sigmoid_cross_entropy")
 softmax_cross_entropy = _make("softmax_cross_entropy")
 sparse_softmax_cross_entropy = _make("sparse_softmax_cross_entropy")
 
-def get_regularization_loss(scope: str | None = None, name: str = "total_regularization_loss") -> Any:
+
+def get_regularization_loss(
+    scope: str | None = None, name: str = "total_regularization_loss"
+) -> Any:
     """`tf.compat.v1.losses.get_regularization_loss`: the regularizers of the layers used so
     far in this model_fn call (0.0 without any)."""
     import tensorflow as tf

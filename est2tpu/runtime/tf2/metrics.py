@@ -8,7 +8,8 @@ exactly the totals TF1 accumulated over the whole evaluation on one device.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from est2tpu.runtime.tf2._core import current, stored
 
@@ -120,8 +121,13 @@ def _div(total: Any, count: Any) -> Any:
     return tf.math.divide_no_nan(total, count)
 
 
-def mean(values: Any, weights: Any = None, metrics_collections: Any = None,
-         updates_collections: Any = None, name: str | None = None) -> MetricOp:
+def mean(
+    values: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.mean`."""
 
     def inc() -> dict[str, Any]:
@@ -131,8 +137,14 @@ def mean(values: Any, weights: Any = None, metrics_collections: Any = None,
     return _metric("mean", {"total": [], "count": []}, _div, inc)
 
 
-def accuracy(labels: Any, predictions: Any, weights: Any = None, metrics_collections: Any = None,
-             updates_collections: Any = None, name: str | None = None) -> MetricOp:
+def accuracy(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.accuracy`."""
     import tensorflow as tf
 
@@ -146,8 +158,14 @@ def accuracy(labels: Any, predictions: Any, weights: Any = None, metrics_collect
     return _metric("accuracy", {"total": [], "count": []}, _div, inc)
 
 
-def _error_metric(kind: str, fn: Callable[[Any, Any], Any], labels: Any, predictions: Any,
-                  weights: Any, result: Callable[..., Any] = _div) -> MetricOp:
+def _error_metric(
+    kind: str,
+    fn: Callable[[Any, Any], Any],
+    labels: Any,
+    predictions: Any,
+    weights: Any,
+    result: Callable[..., Any] = _div,
+) -> MetricOp:
     def inc() -> dict[str, Any]:
         lab, pred = _squeeze(labels, predictions)
         total, count = _weighted(fn(_float(lab), _float(pred)), weights)
@@ -156,41 +174,72 @@ def _error_metric(kind: str, fn: Callable[[Any, Any], Any], labels: Any, predict
     return _metric(kind, {"total": [], "count": []}, result, inc, depth=3)
 
 
-def mean_absolute_error(labels: Any, predictions: Any, weights: Any = None,
-                        metrics_collections: Any = None, updates_collections: Any = None,
-                        name: str | None = None) -> MetricOp:
+def mean_absolute_error(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.mean_absolute_error`."""
     import tensorflow as tf
 
-    return _error_metric("mean_absolute_error", lambda l, p: tf.abs(p - l), labels,
-                         predictions, weights)
+    return _error_metric(
+        "mean_absolute_error", lambda l, p: tf.abs(p - l), labels, predictions, weights
+    )
 
 
-def mean_squared_error(labels: Any, predictions: Any, weights: Any = None,
-                       metrics_collections: Any = None, updates_collections: Any = None,
-                       name: str | None = None) -> MetricOp:
+def mean_squared_error(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.mean_squared_error`."""
     import tensorflow as tf
 
-    return _error_metric("mean_squared_error", lambda l, p: tf.math.squared_difference(l, p),
-                         labels, predictions, weights)
+    return _error_metric(
+        "mean_squared_error",
+        lambda l, p: tf.math.squared_difference(l, p),
+        labels,
+        predictions,
+        weights,
+    )
 
 
-def root_mean_squared_error(labels: Any, predictions: Any, weights: Any = None,
-                            metrics_collections: Any = None, updates_collections: Any = None,
-                            name: str | None = None) -> MetricOp:
+def root_mean_squared_error(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.root_mean_squared_error`."""
     import tensorflow as tf
 
     return _error_metric(
-        "root_mean_squared_error", lambda l, p: tf.math.squared_difference(l, p), labels,
-        predictions, weights, result=lambda total, count: tf.sqrt(_div(total, count)),
+        "root_mean_squared_error",
+        lambda l, p: tf.math.squared_difference(l, p),
+        labels,
+        predictions,
+        weights,
+        result=lambda total, count: tf.sqrt(_div(total, count)),
     )
 
 
-def mean_per_class_accuracy(labels: Any, predictions: Any, num_classes: int, weights: Any = None,
-                            metrics_collections: Any = None, updates_collections: Any = None,
-                            name: str | None = None) -> MetricOp:
+def mean_per_class_accuracy(
+    labels: Any,
+    predictions: Any,
+    num_classes: int,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.mean_per_class_accuracy` (classes never seen count as 0)."""
     import tensorflow as tf
 
@@ -213,12 +262,19 @@ def mean_per_class_accuracy(labels: Any, predictions: Any, num_classes: int, wei
     def result(total: Any, count: Any) -> Any:
         return tf.reduce_mean(tf.math.divide_no_nan(count, tf.maximum(total, 0)))
 
-    return _metric("mean_per_class_accuracy", {"total": [num_classes], "count": [num_classes]},
-                   result, inc)
+    return _metric(
+        "mean_per_class_accuracy", {"total": [num_classes], "count": [num_classes]}, result, inc
+    )
 
 
-def _confusion(kind: str, labels: Any, predictions: Any, weights: Any,
-               cells: tuple[str, ...], result: Callable[..., Any]) -> MetricOp:
+def _confusion(
+    kind: str,
+    labels: Any,
+    predictions: Any,
+    weights: Any,
+    cells: tuple[str, ...],
+    result: Callable[..., Any],
+) -> MetricOp:
     import tensorflow as tf
 
     def inc() -> dict[str, Any]:
@@ -235,24 +291,43 @@ def _confusion(kind: str, labels: Any, predictions: Any, weights: Any,
     return _metric(kind, {c: [] for c in cells}, result, inc, depth=3)
 
 
-def precision(labels: Any, predictions: Any, weights: Any = None, metrics_collections: Any = None,
-              updates_collections: Any = None, name: str | None = None) -> MetricOp:
+def precision(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.precision`: tp / (tp + fp), 0 when there are none."""
-    return _confusion("precision", labels, predictions, weights, ("tp", "fp"),
-                      lambda tp, fp: _div(tp, tp + fp))
+    return _confusion(
+        "precision", labels, predictions, weights, ("tp", "fp"), lambda tp, fp: _div(tp, tp + fp)
+    )
 
 
-def recall(labels: Any, predictions: Any, weights: Any = None, metrics_collections: Any = None,
-           updates_collections: Any = None, name: str | None = None) -> MetricOp:
+def recall(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> MetricOp:
     """`tf.compat.v1.metrics.recall`: tp / (tp + fn), 0 when there are none."""
-    return _confusion("recall", labels, predictions, weights, ("tp", "fn"),
-                      lambda tp, fn: _div(tp, tp + fn))
+    return _confusion(
+        "recall", labels, predictions, weights, ("tp", "fn"), lambda tp, fn: _div(tp, tp + fn)
+    )
 
 
 def _count(cell: str) -> Callable[..., MetricOp]:
-    def metric(labels: Any, predictions: Any, weights: Any = None,
-               metrics_collections: Any = None, updates_collections: Any = None,
-               name: str | None = None) -> MetricOp:
+    def metric(
+        labels: Any,
+        predictions: Any,
+        weights: Any = None,
+        metrics_collections: Any = None,
+        updates_collections: Any = None,
+        name: str | None = None,
+    ) -> MetricOp:
         return _confusion(cell, labels, predictions, weights, (cell,), lambda **kw: kw[cell])
 
     return metric

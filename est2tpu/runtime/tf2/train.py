@@ -51,7 +51,9 @@ class _Optimizer:
         import tensorflow as tf
 
         if grad_loss is not None:
-            raise NotImplementedError("est2tpu tf2 facade: minimize(grad_loss=...) is not supported")
+            raise NotImplementedError(
+                "est2tpu tf2 facade: minimize(grad_loss=...) is not supported"
+            )
         inv = current(f"{self.class_name}.minimize")
         inv.train_ops.append(TrainOpRecord(self, loss, var_list))
         return tf.no_op(name=name or "minimize")

@@ -1,0 +1,266 @@
+"""End to end on current TensorFlow: Estimator projects migrated with `--target tf2` train to
+the TF 2.15 Estimator's results (accuracy within 0.03 absolute, losses within 25%) under the
+default strategy, MirroredStrategy over 8 logical CPUs, XLA, after a resume, and on two
+MultiWorkerMirroredStrategy workers."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from est2tpu.api import migrate_paths
+from est2tpu.ftypes import FileResult, Status, Target
+
+PROJECTS = ("single_file_classifier", "two_module_trainer")
+# name -> environment of the migrated program
+STRATEGIES: dict[str, dict[str, str]] = {
+    "default": {},
+    "mirrored_8_cpus": {"EST2TPU_CPU_REPLICAS": "8"},
+    "xla": {"EST2TPU_JIT_COMPILE": "1"},
+}
+ACCURACY_TOLERANCE = 0.03  # absolute
+LOSS_TOLERANCE = 0.25  # relative
+# Any of these left in migrated code means the Estimator API (or TF1 graph code) survived.
+ESTIMATOR_API = re.compile(
+    r"\btf\.estimator\b|\btensorflow\.estimator\b|\btensorflow_estimator\b|"
+    r"\btf\.compat\.v1\.(layers|losses|metrics|train|get_collection|GraphKeys)\b"
+)
+
+
+def migrate_tree(root: Path) -> list[FileResult]:
+    """Migrate a tree in place for the tf2 target, the way the CLI does."""
+    from est2tpu.textio import encode
+    from est2tpu.writer import write_atomic
+
+    results = list(migrate_paths([root], target=Target.TF2))
+    for result in results:
+        assert result.status is not Status.FAILED, (result.path, result.error)
+        if result.changed:
+            assert result.new_text is not None
+            write_atomic(result.path, encode(result.new_text, result.encoding, result.bom))
+    return results
+
+
+@pytest.fixture(scope="module")
+def migrated(
+    tmp_path_factory: pytest.TempPathFactory, harness: ModuleType
+) -> Callable[[str], Path]:
+    cache: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            dest = harness.copy_project(name, tmp_path_factory.mktemp(f"tf2-{name}") / "project")
+            results = migrate_tree(dest)
+            findings = [f.render() for r in results for f in r.findings]
+            assert findings == [], findings
+            cache[name] = dest
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def original(harness: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Any]:
+    """The unmigrated project's result on TF 2.15 (Estimator), once per module."""
+    cache: dict[str, Any] = {}
+
+    def get(name: str) -> Any:
+        if name not in cache:
+            harness.tf_python()  # skip (or fail) without the TF 2.15 interpreter
+            cache[name] = harness.run_named_project(name, tmp_path_factory.mktemp(f"o-{name}"))
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def run_migrated(
+    harness: ModuleType,
+    tfcur: str,
+    migrated: Callable[[str], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str, str], Any]:
+    """`run_migrated(project, strategy)`: the migrated project's result on current TF."""
+    cache: dict[tuple[str, str], Any] = {}
+
+    def get(name: str, strategy: str) -> Any:
+        if (name, strategy) not in cache:
+            tmp = tmp_path_factory.mktemp(f"r-{name}-{strategy}")
+            copy = tmp / "project"
+            shutil.copytree(migrated(name), copy)
+            cache[(name, strategy)] = harness.run_project(
+                copy,
+                harness.PROJECTS[name].entry,
+                tmp / "run",
+                env=STRATEGIES[strategy],
+                python=tfcur,
+                timeout=500,
+            )
+        return cache[(name, strategy)]
+
+    return get
+
+
+def assert_close(metrics: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Same metric names; accuracies within 0.03 absolute, losses/errors within 25%."""
+    assert sorted(metrics) == sorted(expected)
+    for key, want in expected.items():
+        got = metrics[key]
+        if key == "global_step":
+            assert got == want
+        elif "accuracy" in key:
+            assert abs(got - want) <= ACCURACY_TOLERANCE, (key, got, want)
+        else:
+            assert abs(got - want) <= LOSS_TOLERANCE * abs(want), (key, got, want)
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_migration_leaves_no_estimator_api(name: str, migrated: Callable[[str], Path]) -> None:
+    root = migrated(name)
+    text = "".join(p.read_text() for p in sorted(root.rglob("*.py")))
+    assert not ESTIMATOR_API.search(text), ESTIMATOR_API.search(text)
+    assert "import est2tpu.runtime.tf2 as tf2_runtime" in text
+    assert "tf2_runtime.Estimator(" in text
+    again = list(migrate_paths([root], target=Target.TF2))
+    assert [r.path for r in again if r.changed] == [], "a second run must change nothing"
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("name", PROJECTS)
+def test_migrated_project_trains_like_the_original(
+    name: str,
+    strategy: str,
+    original: Callable[[str], Any],
+    run_migrated: Callable[[str, str], Any],
+) -> None:
+    expected = original(name)
+    result = run_migrated(name, strategy)
+    assert_close(result.metrics, expected.metrics)
+    assert len(result.predictions) == len(expected.predictions)
+    if "exported" in expected.results:
+        assert result.results["exported"] is True
+
+
+def _run_again(
+    harness: ModuleType,
+    tfcur: str,
+    project: Path,
+    name: str,
+    model_dir: Path,
+    results: Path,
+    steps: int,
+) -> dict[str, Any]:
+    proc = subprocess.run(
+        [
+            tfcur,
+            *harness.PROJECTS[name].entry,
+            "--model_dir",
+            str(model_dir),
+            "--results",
+            str(results),
+            "--steps",
+            str(steps),
+        ],
+        cwd=project,
+        env=harness.tf_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    data: dict[str, Any] = json.loads(results.read_text())
+    return data
+
+
+@pytest.mark.tf
+def test_resume_matches_one_run(
+    harness: ModuleType,
+    tfcur: str,
+    migrated: Callable[[str], Path],
+    run_migrated: Callable[[str, str], Any],
+    tmp_path: Path,
+) -> None:
+    """100 steps, then 100 more in a new process, match 200 steps in one process."""
+    name = "single_file_classifier"
+    project = tmp_path / "project"
+    shutil.copytree(migrated(name), project)
+    model_dir = tmp_path / "model"
+    first = _run_again(harness, tfcur, project, name, model_dir, tmp_path / "a.json", 100)
+    assert first["metrics"]["global_step"] == 100
+    assert (model_dir / "ckpt-100.index").is_file()
+    second = _run_again(harness, tfcur, project, name, model_dir, tmp_path / "b.json", 100)
+    assert second["metrics"]["global_step"] == 200, "the second process must resume at 100"
+    one_run = run_migrated(name, "default")
+    assert_close(second["metrics"], one_run.metrics)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.tf
+def test_two_workers_match_one(
+    harness: ModuleType,
+    tfcur: str,
+    migrated: Callable[[str], Path],
+    run_migrated: Callable[[str, str], Any],
+    tmp_path: Path,
+) -> None:
+    """MultiWorkerMirroredStrategy from TF_CONFIG, two processes on loopback."""
+    name = "single_file_classifier"
+    project = tmp_path / "project"
+    shutil.copytree(migrated(name), project)
+    workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
+    procs = []
+    for index in range(2):
+        tf_config = json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    tfcur,
+                    *harness.PROJECTS[name].entry,
+                    "--model_dir",
+                    str(tmp_path / f"m{index}"),
+                    "--results",
+                    str(tmp_path / f"w{index}.json"),
+                ],
+                cwd=project,
+                env=harness.tf_env({"TF_CONFIG": tf_config}),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    deadline = time.monotonic() + 500
+    outputs = []
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            outputs.append(err)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    for proc, err in zip(procs, outputs):
+        assert proc.returncode == 0, err[-4000:]
+    chief = json.loads((tmp_path / "w0.json").read_text())
+    other = json.loads((tmp_path / "w1.json").read_text())
+    assert chief["metrics"] == other["metrics"], "both workers evaluate the same global model"
+    assert_close(chief["metrics"], run_migrated(name, "default").metrics)
+    assert (tmp_path / "m0" / "ckpt-200.index").is_file()
