@@ -42,9 +42,9 @@ def migrate_source(
     try:
         module = parse(text)
         name = Path(path).stem if path != "-" else "__main__"
-        indexer = Indexer([Indexer.source(path, module, [name])], use_runtime=use_runtime)
+        indexer = Indexer([Indexer.source(path, module, [name], text)], use_runtime=use_runtime)
         indexer.register(indexer.modules[path], [name])
-        _run(result, module, indexer.build(), target, select, ignore, use_runtime)
+        _run(result, module, indexer.build(), target, select, ignore, use_runtime, text)
     except MigrationError as exc:
         _fail(result, str(exc))
     except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
@@ -58,6 +58,13 @@ class _Candidate:
     module: cst.Module
     names: list[str]
     notebook: Notebook | None = None
+
+    @property
+    def source(self) -> str:
+        """The Python text that was parsed (a notebook's joined cells)."""
+        if self.notebook is not None:
+            return self.notebook.program
+        return self.result.old_text or ""
 
 
 def migrate_paths(
@@ -139,7 +146,16 @@ def migrate_paths(
     for cand in candidates:
         extra = list(per_file_ignores(cand.result.path)) if per_file_ignores else []
         try:
-            _run(cand.result, cand.module, index, target, select, [*ignore, *extra], use_runtime)
+            _run(
+                cand.result,
+                cand.module,
+                index,
+                target,
+                select,
+                [*ignore, *extra],
+                use_runtime,
+                cand.source,
+            )
             if cand.notebook is not None:
                 _back_to_notebook(cand.result, cand.notebook)
         except MigrationError as exc:
@@ -153,7 +169,9 @@ def _build_index(candidates: Sequence[_Candidate], use_runtime: bool) -> Project
     sources = []
     for cand in candidates:
         try:
-            sources.append(Indexer.source(str(cand.result.path), cand.module, cand.names))
+            sources.append(
+                Indexer.source(str(cand.result.path), cand.module, cand.names, cand.source)
+            )
         except Exception:  # noqa: BLE001 - a file the indexer cannot read adds no roles
             continue
     indexer = Indexer(sources, use_runtime=use_runtime)
@@ -189,13 +207,20 @@ def _run(
     select: Collection[str] | None,
     ignore: Collection[str],
     use_runtime: bool,
+    source: str,
 ) -> None:
     path = str(result.path)
     rules = select_rules(target, select, ignore)
     new_text, state = transform(
-        module, path=path, index=index, target=target, rules=rules, use_runtime=use_runtime
+        module,
+        path=path,
+        index=index,
+        target=target,
+        rules=rules,
+        use_runtime=use_runtime,
+        original_text=source,
     )
-    if new_text != module.code:
+    if new_text != source:
         verify(new_text, path)
         result.status = Status.CHANGED
     result.new_text = new_text
@@ -209,7 +234,7 @@ def _run(
 
     # The engine reports everything; suppression comments are honoured here.
     findings = suppressions.apply(
-        set(state.findings), suppressions.find(module.code), enabled=enabled, path=path
+        set(state.findings), suppressions.find(source), enabled=enabled, path=path
     )
     result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id))
     result.edits = state.edits

@@ -127,6 +127,7 @@ def transform(
     target: Target,
     rules: Sequence[type[Rule]],
     use_runtime: bool = True,
+    original_text: str | None = None,
 ) -> tuple[str, FileState]:
     """Run the rules in order, repeatedly, until a whole pass changes nothing.
 
@@ -136,7 +137,13 @@ def transform(
     """
     try:
         return _transform(
-            module, path=path, index=index, target=target, rules=rules, use_runtime=use_runtime
+            module,
+            path=path,
+            index=index,
+            target=target,
+            rules=rules,
+            use_runtime=use_runtime,
+            original_text=original_text,
         )
     except RecursionError:
         # Deep nesting below MAX_NESTING can still exhaust the stack in a rule's visitor.
@@ -151,17 +158,18 @@ def _transform(
     target: Target,
     rules: Sequence[type[Rule]],
     use_runtime: bool,
+    original_text: str | None,
 ) -> tuple[str, FileState]:
-    original = module.code
+    original = module.code if original_text is None else original_text
     state = FileState(
         path, index, target, ImportTable.from_module(module), original, use_runtime=use_runtime
     )
     for _ in range(MAX_PASSES):
-        before = module.code
+        before = module
         for rule_cls in rules:
+            state.imports = ImportTable.from_module(module)
             if not rule_cls.applies(state):
                 continue
-            state.imports = ImportTable.from_module(module)
             state.current = seen = module
             context = CodemodContext(filename=path)
             rule = rule_cls(context, state)
@@ -171,7 +179,8 @@ def _transform(
                 module = AddImportsVisitor(context).transform_module(module)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
                 module = RemoveImportsVisitor(context).transform_module(module)
-        if module.code == before:
+        # No rule ran (the common case in a big repository) or none changed the text.
+        if module is before or module.code == before.code:
             break
     else:
         raise MigrationError(f"internal error: the rules did not converge in {MAX_PASSES} passes")

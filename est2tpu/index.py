@@ -25,9 +25,24 @@ KERAS_TO_ESTIMATOR = frozenset({"keras.estimator.model_to_estimator"})
 # params-aware shim versions exist for these; name -> positional index of batch_size
 NUMPY_INPUTS = {"estimator.inputs.numpy_input_fn": 2, "estimator.inputs.pandas_input_fn": 2}
 DEFAULT_NUMPY_BATCH = "128"
-PREMADE_SUFFIXES = ("Classifier", "Regressor", "Estimator")
-RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
 SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
+PREMADE_SUFFIXES = ("Classifier", "Regressor", "Estimator")
+PREMADE = (
+    "BaselineClassifier BaselineEstimator BaselineRegressor BoostedTreesClassifier "
+    "BoostedTreesEstimator BoostedTreesRegressor DNNClassifier DNNEstimator DNNRegressor "
+    "DNNLinearCombinedClassifier DNNLinearCombinedEstimator DNNLinearCombinedRegressor "
+    "LinearClassifier LinearEstimator LinearRegressor"
+).split()
+# Canonical names whose use makes a module worth the use-collecting walk.
+USE_NAMES = (
+    *ESTIMATOR_CTORS,
+    *KERAS_TO_ESTIMATOR,
+    *SPEC_CTORS,
+    *NUMPY_INPUTS,
+    "estimator.train_and_evaluate",
+    *(f"estimator.{name}" for name in PREMADE),
+)
+RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
 RUN_METHODS = {"train": "train", "evaluate": "eval", "predict": "predict"}
 BATCH_METHODS = frozenset({"batch", "padded_batch"})
 
@@ -109,6 +124,7 @@ class SourceModule:
     imports: ImportTable
     package: tuple[str, ...]  # dotted package parts of this file, for relative imports
     relative: dict[str, str]  # local name -> absolute dotted target, for relative imports
+    text: str = ""
     defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     constants: dict[str, int] = field(default_factory=dict)
     run_config_vars: set[str] = field(default_factory=set)  # names assigned a RunConfig(...)
@@ -186,7 +202,7 @@ class _DefCollector(_Scoped):
         super().visit_FunctionDef(node)
         self.src.defs[self.here] = node
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def assign(self, node: cst.Assign) -> None:
         if (
             isinstance(node.value, cst.Call)
             and self.src.imports.tf_name(node.value.func) in RUN_CONFIGS
@@ -200,7 +216,23 @@ class _DefCollector(_Scoped):
         if isinstance(target, cst.Name) and isinstance(node.value, cst.Integer):
             self.src.constants[target.value] = int(node.value.value, 0)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+    # Defs, constants and imports are statements: the expressions under a simple statement
+    # line hold none of them, so the walk never enters one (it dominates the cost).
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        for small in node.body:
+            if isinstance(small, cst.Assign):
+                self.assign(small)
+            elif isinstance(small, cst.ImportFrom):
+                self.import_from(small)
+        return False
+
+    def visit_If(self, node: cst.If) -> bool:
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+    def import_from(self, node: cst.ImportFrom) -> None:
         if not node.relative or isinstance(node.names, cst.ImportStar):
             return
         up = len(node.relative) - 1
@@ -242,13 +274,16 @@ class Indexer:
         self.index = ProjectIndex()
 
     @staticmethod
-    def source(path: str, module: cst.Module, names: Iterable[str]) -> SourceModule:
+    def source(
+        path: str, module: cst.Module, names: Iterable[str], text: str | None = None
+    ) -> SourceModule:
         names = list(names)
         longest = max(names, key=len) if names else ""
         package = tuple(longest.split(".")[:-1])
         if path.endswith("__init__.py"):
             package = tuple(longest.split(".")) if longest else ()
         src = SourceModule(path, module, ImportTable.from_module(module), package, {})
+        src.text = module.code if text is None else text
         module.visit(_DefCollector(src))
         return src
 
@@ -371,7 +406,8 @@ class _UseCollector(_Scoped):
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
 
     def collect(self) -> None:
-        self.src.module.visit(self)
+        if self.src.imports.may_use(self.src.text, *USE_NAMES):
+            self.src.module.visit(self)
 
     def refuse_shim_only_uses(self) -> None:
         """Under --no-runtime, an Estimator fed by numpy/pandas_input_fn stays as it is."""

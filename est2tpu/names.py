@@ -25,6 +25,7 @@ _TF_ROOTS = (
     "tensorflow_estimator.",
     "tensorflow.",
 )
+_PRIVATE = ("tensorflow.python.", "tensorflow_estimator.python.")
 _TF_MODULES = {
     "tensorflow": "",
     "tensorflow.compat.v1": "",
@@ -52,8 +53,11 @@ def _module_name(node: cst.BaseExpression) -> str:
 
 
 def canonical_tf(qualified: str | None) -> str | None:
-    """The TensorFlow-relative name of a qualified name, or None if it is not TensorFlow."""
-    if qualified is None:
+    """The TensorFlow-relative name of a qualified name, or None if it is not TensorFlow.
+
+    TensorFlow's private modules (`tensorflow.python.*`) are not its API: None.
+    """
+    if qualified is None or qualified.startswith(_PRIVATE):
         return None
     if qualified in _TF_MODULES:
         return _TF_MODULES[qualified]
@@ -135,6 +139,36 @@ class ImportTable:
     def bound_names(self) -> set[str]:
         return set(self.bindings)
 
+    def spellings(self, canonical: str) -> list[str]:
+        """Every text under which the canonical TensorFlow name can appear in this module.
+
+        `estimator.RunConfig` with `import tensorflow as tf` is `tf.estimator.RunConfig` or
+        `tf.compat.v1.estimator.RunConfig`; with `from tensorflow import estimator as est`
+        it is `est.RunConfig`. A cheap substring test on these tells whether a rule that
+        looks for that name can find anything in the file.
+        """
+        out: list[str] = []
+        for name, target in self.bindings.items():
+            if target == _AMBIGUOUS:
+                continue
+            bound = canonical_tf(target)
+            if bound is None:
+                continue
+            if bound == canonical:
+                out.append(name)
+            elif bound == "":
+                out.append(f"{name}.{canonical}")
+                if target in ("tensorflow", "tensorflow_estimator"):
+                    out.append(f"{name}.compat.v1.{canonical}")
+                    out.append(f"{name}.compat.v2.{canonical}")
+            elif canonical.startswith(bound + "."):
+                out.append(f"{name}.{canonical[len(bound) + 1 :]}")
+        return out
+
+    def may_use(self, text: str, *canonicals: str) -> bool:
+        """Does `text` spell any of these canonical names through this module's imports?"""
+        return any(s in text for c in canonicals for s in self.spellings(c))
+
 
 def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     collector = _ImportCollector()
@@ -154,14 +188,26 @@ class _ImportCollector(cst.CSTVisitor):
         self.found.append(node)
         return False
 
-    # Expressions never contain imports; skipping them keeps the walk cheap.
-    def visit_Expr(self, node: cst.Expr) -> bool:
+    # Imports are statements: a simple statement line holds them directly, and nothing
+    # inside an expression can. Skipping expressions keeps the walk cheap.
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        for small in node.body:
+            if isinstance(small, (cst.Import, cst.ImportFrom)):
+                self.found.append(small)
         return False
 
-    def visit_Assign(self, node: cst.Assign) -> bool:
+    def visit_If(self, node: cst.If) -> bool:
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
         return False
 
-    def visit_Return(self, node: cst.Return) -> bool:
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        node.body.visit(self)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        node.body.visit(self)
         return False
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
@@ -25,6 +27,7 @@ COMPAT_TPU = frozenset(
         "cross_replica_sum",
     }
 )
+_OLD_SPELLING = re.compile(r"contrib\b|estimator\.tpu\b|estimator import tpu\b")
 OLD_ROOTS = (
     "tensorflow.contrib.tpu.",
     "tensorflow.estimator.tpu.",
@@ -40,7 +43,7 @@ class TpuApiSpellings(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return "tpu" in state.original or "contrib" in state.original
+        return _OLD_SPELLING.search(state.original) is not None
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False

@@ -4,27 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from est2tpu.index import PREMADE
 from est2tpu.rule import FileState, Rule
 
-PREMADE = frozenset(
-    {
-        "BaselineClassifier",
-        "BaselineEstimator",
-        "BaselineRegressor",
-        "BoostedTreesClassifier",
-        "BoostedTreesEstimator",
-        "BoostedTreesRegressor",
-        "DNNClassifier",
-        "DNNEstimator",
-        "DNNRegressor",
-        "DNNLinearCombinedClassifier",
-        "DNNLinearCombinedEstimator",
-        "DNNLinearCombinedRegressor",
-        "LinearClassifier",
-        "LinearEstimator",
-        "LinearRegressor",
-    }
-)
 
 
 class PremadeEstimator(Rule):
@@ -32,7 +14,7 @@ class PremadeEstimator(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return any(name in state.original for name in PREMADE)
+        return state.imports.may_use(state.original, *(f"estimator.{n}" for n in PREMADE))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.tf_name(original_node.func) or ""

@@ -14,7 +14,7 @@ class KerasModelToEstimator(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return "model_to_estimator" in state.original
+        return state.imports.may_use(state.original, *KERAS_TO_ESTIMATOR)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) not in KERAS_TO_ESTIMATOR:

@@ -13,7 +13,7 @@ class TrainAndEvaluate(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return "train_and_evaluate" in state.original
+        return state.imports.may_use(state.original, "estimator.train_and_evaluate")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.train_and_evaluate":

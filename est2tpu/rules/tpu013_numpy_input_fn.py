@@ -17,7 +17,7 @@ class NumpyInputFn(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return "numpy_input_fn" in state.original or "pandas_input_fn" in state.original
+        return state.imports.may_use(state.original, *NUMPY_INPUTS)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.tf_name(original_node.func) or ""
