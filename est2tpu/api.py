@@ -142,7 +142,12 @@ def migrate_paths(
         root = _root_for(path, paths)
         candidates.append(_Candidate(result, module, module_names(path, root)))
 
-    index = _build_index(candidates, use_runtime)
+    try:
+        index = _build_index(candidates, use_runtime)
+    except MigrationError as exc:
+        for cand in candidates:
+            yield _fail(cand.result, str(exc))
+        return
     for cand in candidates:
         extra = list(per_file_ignores(cand.result.path)) if per_file_ignores else []
         try:
@@ -166,18 +171,27 @@ def migrate_paths(
 
 
 def _build_index(candidates: Sequence[_Candidate], use_runtime: bool) -> ProjectIndex:
-    sources = []
+    """The project index; a file the indexer cannot read adds no roles (and shifts nothing).
+
+    If building the index itself fails, MigrationError: every file then fails with that
+    reason, untouched, rather than migrating with roles missing.
+    """
+    pairs = []
     for cand in candidates:
         try:
-            sources.append(
-                Indexer.source(str(cand.result.path), cand.module, cand.names, cand.source)
-            )
+            src = Indexer.source(str(cand.result.path), cand.module, cand.names, cand.source)
         except Exception:  # noqa: BLE001 - a file the indexer cannot read adds no roles
             continue
-    indexer = Indexer(sources, use_runtime=use_runtime)
-    for src, cand in zip(sources, candidates):
-        indexer.register(src, cand.names)
-    return indexer.build()
+        pairs.append((src, cand))
+    indexer = Indexer([src for src, _ in pairs], use_runtime=use_runtime)
+    try:
+        for src, cand in pairs:
+            indexer.register(src, cand.names)
+        return indexer.build()
+    except Exception as exc:  # noqa: BLE001 - reported on every file, the run goes on
+        raise MigrationError(
+            f"internal error: the project index failed: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _back_to_notebook(result: FileResult, nb: Notebook) -> None:
