@@ -37,10 +37,13 @@ def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call
         args[-1] = args[-1].with_changes(comma=separator)
         args.append(new.with_changes(comma=closing))
     elif args:
+        # The space before `)` (a line break in a multi-line call) moves to the new last arg.
+        before_paren = args[-1].whitespace_after_arg
         args[-1] = args[-1].with_changes(
-            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+            whitespace_after_arg=cst.SimpleWhitespace(""),
         )
-        args.append(new)
+        args.append(new.with_changes(whitespace_after_arg=before_paren))
     else:
         args.append(new)
     return call.with_changes(args=args)
@@ -230,10 +233,16 @@ def explode(call: cst.Call, depth: int = 1) -> cst.Call:
         last = i == len(args) - 1
         out.append(
             arg.with_changes(
-                comma=cst.Comma(whitespace_after=_continuation(depth - 1 if last else depth))
+                comma=cst.Comma(whitespace_after=_continuation(depth - 1 if last else depth)),
+                whitespace_after_arg=cst.SimpleWhitespace(""),
             )
         )
     return call.with_changes(whitespace_before_args=_continuation(depth), args=out)
+
+
+def one_per_line(call: cst.Call) -> bool:
+    """Arguments laid out one per line, with a trailing comma."""
+    return bool(call.args) and isinstance(call.args[-1].comma, cst.Comma)
 
 
 def is_multiline(call: cst.Call) -> bool:

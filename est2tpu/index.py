@@ -27,12 +27,7 @@ NUMPY_INPUTS = {"estimator.inputs.numpy_input_fn": 2, "estimator.inputs.pandas_i
 DEFAULT_NUMPY_BATCH = "128"
 SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
 PREMADE_SUFFIXES = ("Classifier", "Regressor", "Estimator")
-PREMADE = (
-    "BaselineClassifier BaselineEstimator BaselineRegressor BoostedTreesClassifier "
-    "BoostedTreesEstimator BoostedTreesRegressor DNNClassifier DNNEstimator DNNRegressor "
-    "DNNLinearCombinedClassifier DNNLinearCombinedEstimator DNNLinearCombinedRegressor "
-    "LinearClassifier LinearEstimator LinearRegressor"
-).split()
+PREMADE = ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BoostedTreesClassifier", "BoostedTreesEstimator", "BoostedTreesRegressor", "DNNClassifier", "DNNEstimator", "DNNRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor", "LinearClassifier", "LinearEstimator", "LinearRegressor"]
 # Canonical names whose use makes a module worth the use-collecting walk.
 USE_NAMES = (
     *ESTIMATOR_CTORS,
@@ -147,6 +142,58 @@ class ProjectIndex:
     def role_of(self, path: str, qualname: str) -> tuple[bool, InputFnPlan | None]:
         key = (path, qualname)
         return key in self.model_fns, self.input_fns.get(key)
+
+
+SHIM = "est2tpu.runtime."
+
+
+def call_kind(imports: ImportTable, func: cst.BaseExpression) -> str | None:
+    """The kind of a call the index keys by order: stable when a rule converts the call.
+
+    An Estimator stays a "ctor" when it becomes a TPUEstimator, model_to_estimator when it
+    becomes the shim's, and so on, so the n-th call of a kind in a scope is the same call
+    before and after any rule ran.
+    """
+    canonical = imports.tf_name(func)
+    if canonical is None:
+        qualified = imports.qualify(func) or ""
+        if not qualified.startswith(SHIM):
+            return None
+        return _SHIM_KINDS.get(qualified[len(SHIM) :])
+    if canonical in ESTIMATOR_CTORS or canonical in KERAS_TO_ESTIMATOR:
+        return "ctor"
+    if canonical.startswith("estimator.") and canonical[len("estimator.") :] in PREMADE:
+        return "ctor"
+    if canonical == "estimator.train_and_evaluate":
+        return "train_and_evaluate"
+    if canonical in NUMPY_INPUTS:
+        return "numpy"
+    return None
+
+
+_SHIM_KINDS = {
+    "model_to_estimator": "ctor",
+    "tf2.Estimator": "ctor",  # the tf2 target's facade
+    "tf2.train_and_evaluate": "train_and_evaluate",
+    "train_and_evaluate": "train_and_evaluate",
+    "numpy_input_fn": "numpy",
+    "pandas_input_fn": "numpy",
+}
+
+CallKey = tuple[str, str, str]  # (path, scope, "kind#n")
+
+
+class CallKeys:
+    """Numbers the calls of each kind in each scope, in source order."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def next(self, scope: str, kind: str) -> CallKey:
+        n = self.counts.get((scope, kind), 0)
+        self.counts[(scope, kind)] = n + 1
+        return (self.path, scope, f"{kind}#{n}")
 
 
 _CODEGEN = cst.Module([])
@@ -403,6 +450,9 @@ class _UseCollector(_Scoped):
         self.estimators: dict[tuple[str, str], tuple[str, str, str]] = {}
         self.specs: dict[tuple[str, str], tuple[Mode, cst.Call]] = {}
         self.numpy_inputs: dict[tuple[str, str], cst.Call] = {}
+        self.keys = CallKeys(src.path)
+        self.node_keys: dict[int, CallKey] = {}  # id(call) -> its key
+        self.assign_targets: dict[int, str] = {}  # id(assigned call) -> target name
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
 
     def collect(self) -> None:
@@ -439,17 +489,9 @@ class _UseCollector(_Scoped):
         target = dotted(node.targets[0].target)
         if target is None:
             return
+        self.assign_targets[id(node.value)] = target
         name = self.src.imports.tf_name(node.value.func)
-        if name in ESTIMATOR_CTORS or name in KERAS_TO_ESTIMATOR:
-            self.estimators[(self.here, target)] = (self.src.path, self.here, self.code(node.value))
-        elif name is not None and name.startswith("estimator.") and name.endswith(PREMADE_SUFFIXES):
-            # A premade estimator: known, and it stays an Estimator.
-            key = (self.src.path, self.here, self.code(node.value))
-            self.ix.index.ctors.setdefault(key, CtorPlan(premade=True))
-            self.estimators[(self.here, target)] = key
-        elif name in NUMPY_INPUTS:
-            self.numpy_inputs[(self.here, target)] = node.value
-        elif name in SPEC_CTORS:
+        if name in SPEC_CTORS:
             self.specs[(self.here, target)] = (Mode(SPEC_CTORS[name]), node.value)
 
     def lookup(self, table: dict[tuple[str, str], object], name: str) -> object | None:
@@ -508,28 +550,36 @@ class _UseCollector(_Scoped):
         return isinstance(expr, cst.Name) and expr.value in self.src.run_config_vars
 
     def visit_Call(self, node: cst.Call) -> None:
+        kind = call_kind(self.src.imports, node.func)
+        if kind is not None:
+            key = self.keys.next(self.here, kind)
+            self.node_keys[id(node)] = key
+            target = self.assign_targets.get(id(node))
+            if target is not None and kind == "ctor":
+                self.estimators[(self.here, target)] = key
+            elif target is not None and kind == "numpy":
+                self.numpy_inputs[(self.here, target)] = node
         name = self.src.imports.tf_name(node.func)
+        if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
+            self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan(premade=True))
+            return
         if name in KERAS_TO_ESTIMATOR:
-            plan = self.ix.index.ctors.setdefault(
-                (self.src.path, self.here, self.code(node)), CtorPlan()
-            )
+            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.keras = True
             plan.convert = not any(a.star for a in node.args)
             if not plan.convert:
                 plan.refusal = "model_to_estimator called with *args/**kwargs; convert it by hand"
             return
         if name in ESTIMATOR_CTORS:
-            plan = self.ix.index.ctors.setdefault(
-                (self.src.path, self.here, self.code(node)), CtorPlan()
-            )
+            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.tpu = name in TPU_ESTIMATOR_CTORS
             arg = call_arg(node, "model_fn", 0)
-            key = None
+            fn_key = None
             if arg is not None:
-                key = self.ix.resolve_fn(self.src, self.here, _unwrap_partial(self, arg.value))
-            plan.model_fn = key
-            if key is not None:
-                plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(key))
+                fn_key = self.ix.resolve_fn(self.src, self.here, _unwrap_partial(self, arg.value))
+            plan.model_fn = fn_key
+            if fn_key is not None:
+                plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
             if not plan.tpu:
                 plan.refusal = self.ctor_refusal(node, plan)
                 plan.convert = plan.refusal is None
@@ -543,7 +593,7 @@ class _UseCollector(_Scoped):
             est = call_arg(node, "estimator", 0)
             est_name = dotted(est.value) if est else None
             ctor = self.lookup(self.estimators, est_name) if est_name else None  # type: ignore[arg-type]
-            self.ix.index.train_and_evaluate[(self.src.path, self.here, self.code(node))] = ctor  # type: ignore[assignment]
+            self.ix.index.train_and_evaluate[self.node_keys[id(node)]] = ctor  # type: ignore[assignment]
             for kw, pos in (("train_spec", 1), ("eval_spec", 2)):
                 arg = call_arg(node, kw, pos)
                 if arg is None or est_name is None:
@@ -621,11 +671,11 @@ class _UseCollector(_Scoped):
         bindings: dict[str, cst.BaseExpression] = {}
         via_lambda: cst.Lambda | None = None
         target_key: FnKey | None = None
-        numpy_call, numpy_scope = self.numpy_input(expr)
+        numpy_call, _ = self.numpy_input(expr)
         if numpy_call is not None:
             if commit:
                 site.tpu = True
-                self.ix.index.numpy_inputs.add((self.src.path, numpy_scope, self.code(numpy_call)))
+                self.ix.index.numpy_inputs.add(self.node_keys[id(numpy_call)])
             numpy_batch = call_arg(
                 numpy_call,
                 "batch_size",

@@ -11,8 +11,9 @@ from libcst.codemod import CodemodContext, ContextAwareTransformer
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from est2tpu.cstutil import is_multiline
 from est2tpu.ftypes import Edit, Finding, Position, Target
-from est2tpu.index import InputFnPlan, ProjectIndex
+from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex, call_kind
 from est2tpu.names import ImportTable, attr_chain
 
 RUNTIME_MODULE = "est2tpu.runtime"
@@ -75,18 +76,29 @@ class Rule(ContextAwareTransformer):
 
     ID: ClassVar[str]
     TARGETS: ClassVar[tuple[Target, ...]] = (Target.TPU_ESTIMATOR,)
+    # Rules that look calls up in the index by their order (see index.call_kind) set this.
+    KEYED: ClassVar[bool] = False
 
     def __init__(self, context: CodemodContext, state: FileState) -> None:
         super().__init__(context)
         self.state = state
         self.scope: list[str] = []
         self._pending: list[tuple[cst.CSTNode, str, bool]] = []
+        self._keys = CallKeys(state.path)
+        self._node_keys: dict[int, CallKey] = {}
+        self.calls: list[cst.Call] = []  # enclosing calls, innermost last
 
     # -- scope tracking (the dotted def path the index uses) ---------------------------
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.scope.append(node.name.value)
+        elif isinstance(node, cst.Call):
+            if self.KEYED:
+                kind = call_kind(self.state.imports, node.func)
+                if kind is not None:
+                    self._node_keys[id(node)] = self._keys.next(self.here, kind)
+            self.calls.append(node)
         return super().on_visit(node)
 
     def on_leave(  # type: ignore[override]
@@ -95,7 +107,18 @@ class Rule(ContextAwareTransformer):
         result = super().on_leave(original_node, updated_node)
         if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
             self.scope.pop()
+        elif isinstance(original_node, cst.Call):
+            self.calls.pop()
         return result
+
+    def key_of(self, call: cst.Call) -> CallKey | None:
+        """The index key of a call of a keyed kind (only in rules with KEYED = True)."""
+        return self._node_keys.get(id(call))
+
+    def call_depth(self) -> int:
+        """Indentation levels for the arguments of the call being left, if laid out one per
+        line: one more than the multi-line calls around it."""
+        return 1 + sum(1 for call in self.calls[:-1] if is_multiline(call))
 
     @property
     def here(self) -> str:

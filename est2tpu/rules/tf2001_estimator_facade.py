@@ -6,7 +6,7 @@ import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from est2tpu.ftypes import Target
-from est2tpu.index import ProjectIndex, node_code
+from est2tpu.index import ProjectIndex
 from est2tpu.names import attr_chain
 from est2tpu.rule import Rule
 
@@ -86,6 +86,7 @@ def why_not(canonical: str) -> str:
 
 class EstimatorFacade(Rule):
     ID = "TF2001"
+    KEYED = True  # looks Estimator constructions up in the index by order
     TARGETS = (Target.TF2,)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -115,7 +116,8 @@ class EstimatorFacade(Rule):
         if any(a.star for a in node.args):
             bad.append("*args/**kwargs")
         if new == "Estimator":
-            plan = self.state.index.ctors.get((self.state.path, self.here, node_code(node)))
+            key = self.key_of(node)
+            plan = self.state.index.ctors.get(key) if key is not None else None
             if plan is None or plan.model_fn is None:
                 self.refuse(
                     node,

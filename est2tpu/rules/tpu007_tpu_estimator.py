@@ -16,6 +16,7 @@ _UNKNOWN = "Estimator left as it is: it was not seen when the project was indexe
 
 class TpuEstimator(Rule):
     ID = "TPU007"
+    KEYED = True
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
@@ -34,7 +35,8 @@ class TpuEstimator(Rule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.Estimator":
             return updated_node
-        plan = self.state.index.ctors.get((self.state.path, self.here, node_code(original_node)))
+        key = self.key_of(original_node)
+        plan = self.state.index.ctors.get(key) if key is not None else None
         if plan is None or not plan.convert:
             self.refuse(original_node, plan.refusal if plan and plan.refusal else _UNKNOWN)
             return updated_node
@@ -81,7 +83,7 @@ class TpuEstimator(Rule):
             call = with_kwarg(call, f"{mode.value}_batch_size", cst.parse_expression(code))
         call = call.with_changes(func=self.tf("compat.v1.estimator.tpu.TPUEstimator"))
         if not is_multiline(original_node) and too_long(call):
-            call = explode(call)
+            call = explode(call, self.call_depth())
         self.record(original_node, "Estimator -> TPUEstimator")
         return call
 

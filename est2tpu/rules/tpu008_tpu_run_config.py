@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
+from est2tpu.cstutil import explode, is_multiline, kwarg, one_per_line, too_long, with_kwarg
 from est2tpu.rule import FileState, Rule
 
 DEFAULT_ITERATIONS_PER_LOOP = 100
@@ -40,11 +40,13 @@ class TpuRunConfig(Rule):
                 ),
             ],
         )
-        multiline = is_multiline(original_node)
-        if not multiline and too_long(with_kwarg(call, "tpu_config", tpu_config)):
-            call, multiline = explode(call), True
-        if multiline:
-            tpu_config = explode(tpu_config, depth=2)
+        depth = self.call_depth()
+        if not one_per_line(call) and (
+            is_multiline(original_node) or too_long(with_kwarg(call, "tpu_config", tpu_config))
+        ):
+            call = explode(call, depth)
+        if one_per_line(call):
+            tpu_config = explode(tpu_config, depth=depth + 1)
         call = with_kwarg(call, "tpu_config", tpu_config)
         self.record(original_node, "RunConfig -> TPU RunConfig")
         return call

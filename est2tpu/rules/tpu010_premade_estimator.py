@@ -8,7 +8,6 @@ from est2tpu.index import PREMADE
 from est2tpu.rule import FileState, Rule
 
 
-
 class PremadeEstimator(Rule):
     ID = "TPU010"
 

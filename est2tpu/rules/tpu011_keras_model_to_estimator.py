@@ -5,12 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, too_long, with_kwarg
-from est2tpu.index import KERAS_TO_ESTIMATOR, node_code, resolved_batch_sizes
+from est2tpu.index import KERAS_TO_ESTIMATOR, resolved_batch_sizes
 from est2tpu.rule import FileState, Rule
 
 
 class KerasModelToEstimator(Rule):
     ID = "TPU011"
+    KEYED = True
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
@@ -19,7 +20,8 @@ class KerasModelToEstimator(Rule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) not in KERAS_TO_ESTIMATOR:
             return updated_node
-        plan = self.state.index.ctors.get((self.state.path, self.here, node_code(original_node)))
+        key = self.key_of(original_node)
+        plan = self.state.index.ctors.get(key) if key is not None else None
         if plan is None or not plan.convert:
             self.refuse(
                 original_node,
@@ -41,6 +43,6 @@ class KerasModelToEstimator(Rule):
         for mode, code in sizes.items():
             call = with_kwarg(call, f"{mode.value}_batch_size", cst.parse_expression(code))
         if not is_multiline(original_node) and too_long(call):
-            call = explode(call)
+            call = explode(call, self.call_depth())
         self.record(original_node, "model_to_estimator -> TPUEstimator from the Keras model")
         return call

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.index import node_code
 from est2tpu.rule import FileState, Rule
 
 
 class TrainAndEvaluate(Rule):
     ID = "TPU012"
+    KEYED = True
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
@@ -18,8 +18,8 @@ class TrainAndEvaluate(Rule):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.train_and_evaluate":
             return updated_node
-        key = (self.state.path, self.here, node_code(original_node))
-        if key not in self.state.index.train_and_evaluate:
+        key = self.key_of(original_node)
+        if key is None or key not in self.state.index.train_and_evaluate:
             return updated_node
         ctor = self.state.index.train_and_evaluate[key]
         plan = self.state.index.ctors.get(ctor) if ctor is not None else None

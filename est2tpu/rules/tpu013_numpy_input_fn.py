@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.index import NUMPY_INPUTS, node_code
+from est2tpu.index import NUMPY_INPUTS
 from est2tpu.rule import FileState, Rule
 
 # The parameters after batch_size, in order, for turning positionals into keywords.
@@ -14,6 +14,7 @@ AFTER_BATCH = ("num_epochs", "shuffle", "queue_capacity", "num_threads", "target
 
 class NumpyInputFn(Rule):
     ID = "TPU013"
+    KEYED = True
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
@@ -23,8 +24,8 @@ class NumpyInputFn(Rule):
         name = self.tf_name(original_node.func) or ""
         if name not in NUMPY_INPUTS:
             return updated_node
-        key = (self.state.path, self.here, node_code(original_node))
-        if key not in self.state.index.numpy_inputs:
+        key = self.key_of(original_node)
+        if key is None or key not in self.state.index.numpy_inputs:
             return updated_node
         batch_at = NUMPY_INPUTS[name]
         args: list[cst.Arg] = []
