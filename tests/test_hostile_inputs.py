@@ -230,7 +230,7 @@ def test_one_run_over_hostile_tree(tree: Path) -> None:
     assert after["proj/readonly.py"][1] == 0o444
     assert after["proj/script.py"][1] == 0o755
     assert new("script.py").startswith(b"#!/usr/bin/env python\n")
-    assert b'\n\treturn tf.compat.v1.estimator.tpu.TPUEstimatorSpec(' in new("tabs.py")
+    assert b"\n\treturn tf.compat.v1.estimator.tpu.TPUEstimatorSpec(" in new("tabs.py")
 
     # Encoding: the cookie stays, non-ASCII bytes stay latin-1.
     latin1 = new("latin1.py")
