@@ -64,11 +64,22 @@ def parse(text: str) -> cst.Module:
     """Parse with a one-line reason on failure."""
     _check_nesting(text)
     try:
-        return cst.parse_module(text)
+        module = cst.parse_module(text)
+        rendered = module.code
     except cst.ParserSyntaxError as exc:
         raise MigrationError(f"cannot parse: {_syntax_reason(text, exc)}") from None
     except RecursionError:
         raise MigrationError("cannot parse: expression nesting too deep") from None
+    if rendered != text:
+        # LibCST 1.9 drops a blank line before a last line that holds only whitespace or
+        # an indented comment and no newline; everything else it gives back exactly.
+        at = next((i for i, (a, b) in enumerate(zip(text, rendered)) if a != b), None)
+        line = text.count("\n", 0, len(rendered) if at is None else at) + 1
+        raise MigrationError(
+            f"cannot parse: the parser would not give line {line} back unchanged "
+            "(end the file with a newline)"
+        )
+    return module
 
 
 def _check_nesting(text: str) -> None:
@@ -164,10 +175,12 @@ def _transform(
     state = FileState(
         path, index, target, ImportTable.from_module(module), original, use_runtime=use_runtime
     )
+    imports_of = module
     for _ in range(MAX_PASSES):
         before = module
         for rule_cls in rules:
-            state.imports = ImportTable.from_module(module)
+            if module is not imports_of:  # a rule changed the tree: imports may have too
+                state.imports, imports_of = ImportTable.from_module(module), module
             if not rule_cls.applies(state):
                 continue
             state.current = seen = module

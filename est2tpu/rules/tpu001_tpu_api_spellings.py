@@ -27,7 +27,10 @@ COMPAT_TPU = frozenset(
         "cross_replica_sum",
     }
 )
-_OLD_SPELLING = re.compile(r"contrib\b|estimator\.tpu\b|estimator import tpu\b")
+_OLD_SPELLING = re.compile(
+    r"\.contrib\.(tpu|cluster_resolver)\b|contrib import (tpu|cluster_resolver)\b"
+    r"|estimator\.tpu\b|estimator import tpu\b"
+)
 OLD_ROOTS = (
     "tensorflow.contrib.tpu.",
     "tensorflow.estimator.tpu.",
