@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv-tf215
-REQUIREMENTS="tensorflow-cpu==2.15.1 tensorflow-estimator==2.15.0"
+# pandas: for pandas_input_fn (its shim is tested against the original).
+REQUIREMENTS="tensorflow-cpu==2.15.1 tensorflow-estimator==2.15.0 pandas==2.2.3"
 MARKER="$VENV/.est2tpu-tf215"
 PYTHON311=${PYTHON311:-python3.11}
 
