@@ -154,7 +154,7 @@ def test_migrated_project_trains_like_the_original(
 
 def _run_again(
     harness: ModuleType,
-    tfcur: str,
+    python: str,
     project: Path,
     name: str,
     model_dir: Path,
@@ -163,7 +163,7 @@ def _run_again(
 ) -> dict[str, Any]:
     proc = subprocess.run(
         [
-            tfcur,
+            python,
             *harness.PROJECTS[name].entry,
             "--model_dir",
             str(model_dir),
@@ -185,14 +185,20 @@ def _run_again(
 
 
 @pytest.mark.tf
-def test_resume_matches_one_run(
+def test_resume_matches_the_estimator_resume(
     harness: ModuleType,
     tfcur: str,
     migrated: Callable[[str], Path],
     run_migrated: Callable[[str, str], Any],
     tmp_path: Path,
 ) -> None:
-    """100 steps, then 100 more in a new process, match 200 steps in one process."""
+    """100 steps, then 100 more in a new process: what the TF 2.15 Estimator does.
+
+    Like Estimator, a new `train()` restarts the input_fn, so the second 100 steps see the
+    first 100 batches again: 100+100 is not 200 in one run for this project (loss 0.104 vs
+    0.072 on TF 2.15 itself). The facade's resume is compared with the Estimator's resume;
+    tests/tf2/test_tf2_facade.py checks 100+100 == 200 where the input is the same each step.
+    """
     name = "single_file_classifier"
     project = tmp_path / "project"
     shutil.copytree(migrated(name), project)
@@ -202,8 +208,16 @@ def test_resume_matches_one_run(
     assert (model_dir / "ckpt-100.index").is_file()
     second = _run_again(harness, tfcur, project, name, model_dir, tmp_path / "b.json", 100)
     assert second["metrics"]["global_step"] == 200, "the second process must resume at 100"
-    one_run = run_migrated(name, "default")
-    assert_close(second["metrics"], one_run.metrics)
+
+    tf215 = harness.tf_python()
+    original = tmp_path / "original"
+    harness.copy_project(name, original)
+    est_dir = tmp_path / "estimator-model"
+    _run_again(harness, tf215, original, name, est_dir, tmp_path / "c.json", 100)
+    estimator = _run_again(harness, tf215, original, name, est_dir, tmp_path / "d.json", 100)
+    assert_close(second["metrics"], estimator["metrics"])
+    one_run = run_migrated(name, "default").metrics
+    assert abs(second["metrics"]["accuracy"] - one_run["accuracy"]) <= ACCURACY_TOLERANCE
 
 
 def _free_port() -> int:

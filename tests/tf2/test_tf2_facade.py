@@ -73,28 +73,27 @@ _SYMBOLS_PROBE = textwrap.dedent(
     import inspect, json, sys
     import tensorflow as tf
     import est2tpu.runtime.tf2 as facade
-    from est2tpu.rules.tf2001_estimator_facade import FACADE_NAMES
-    from est2tpu.rules.tf2002_tf1_model_fn_apis import MAPPINGS
 
+    # DATA: the rules' tables, passed in (this interpreter has TensorFlow, not libcst).
     def resolve(root, dotted):
         for part in dotted.split("."):
             root = getattr(root, part)
         return root
 
     problems = []
-    for m in MAPPINGS:
+    for old_name, new_name in DATA["mappings"]:
         try:
-            old = resolve(tf.compat.v1, m.old)
+            old = resolve(tf.compat.v1, old_name)
         except AttributeError:
-            problems.append(f"tf.compat.v1.{m.old} does not exist")
+            problems.append(f"tf.compat.v1.{old_name} does not exist")
             continue
-        new = resolve(facade, m.new)
-        if m.old.split(".")[0] in ("layers", "metrics") and inspect.isfunction(old):
+        new = resolve(facade, new_name)
+        if old_name.split(".")[0] in ("layers", "metrics") and inspect.isfunction(old):
             mine = inspect.signature(new).parameters
             for p in inspect.signature(inspect.unwrap(old)).parameters:
                 if p not in mine:
-                    problems.append(f"{m.new} lacks TF1 parameter {p!r}")
-    for old in FACADE_NAMES:
+                    problems.append(f"{new_name} lacks TF1 parameter {p!r}")
+    for old in DATA["facade_names"]:
         try:
             resolve(tf, old)
         except AttributeError:
@@ -106,7 +105,10 @@ _SYMBOLS_PROBE = textwrap.dedent(
 
 @pytest.mark.tf
 def test_mapped_symbols_exist_in_tf215_with_their_parameters(harness: ModuleType) -> None:
-    proc = harness.run_tf_code(_SYMBOLS_PROBE)
+    data = {"mappings": [[m.old, m.new] for m in MAPPINGS], "facade_names": list(FACADE_NAMES)}
+    proc = harness.run_tf_code(
+        f"DATA = {json.dumps(data)!r}\nimport json\nDATA = json.loads(DATA)\n" + _SYMBOLS_PROBE
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["version"].startswith("2.15")
@@ -265,3 +267,71 @@ def test_weighted_loss_is_scaled_to_the_global_batch(
     assert four["replicas"] == 4
     assert four["first_kernel"] == pytest.approx(probe["first_kernel"], abs=1e-5)
     assert four["metrics"] == pytest.approx(probe["metrics"], abs=1e-5)
+
+
+# Resume: the same batch every step, so a restart of the input changes nothing.
+_RESUME_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import est2tpu.runtime.tf2 as est
+
+    tf.keras.utils.set_random_seed(3)
+    X = np.random.RandomState(1).normal(size=(16, 4)).astype("float32")
+    Y = (X.sum(1) > 0).astype("int32")
+
+    def input_fn():
+        return tf.data.Dataset.from_tensors(({"x": X}, Y)).repeat()
+
+    def model_fn(features, labels, mode):
+        net = est.layers.batch_normalization(
+            est.layers.dense(features["x"], 8), training=mode == est.ModeKeys.TRAIN)
+        logits = est.layers.dense(tf.nn.relu(net), 2)
+        loss = est.losses.sparse_softmax_cross_entropy(labels, logits)
+        optimizer = est.train.AdamOptimizer(0.01)
+        update_ops = est.get_collection(est.GraphKeys.UPDATE_OPS)
+        with tf.control_dependencies(update_ops):
+            train_op = optimizer.minimize(loss, global_step=est.train.get_global_step())
+        return est.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    estimator = est.Estimator(model_fn, model_dir=sys.argv[1],
+                              config=est.RunConfig(tf_random_seed=3))
+    estimator.train(input_fn, steps=int(sys.argv[2]))
+    state = estimator._state
+    print(json.dumps({
+        "step": int(state.global_step.numpy()),
+        "weights": [v.numpy().ravel().tolist() for layer in state.layers.values()
+                    for v in layer.weights],
+    }))
+    """
+)
+
+
+@pytest.mark.tf
+def test_resume_in_a_new_process_matches_one_run(
+    tfcur: str, harness: ModuleType, tmp_path: Path
+) -> None:
+    """100 steps, then 100 more in a new process == 200 steps in one process (all weights,
+    batch-norm moving averages and Adam's state restored from the object checkpoint)."""
+
+    def run(model_dir: Path, steps: int) -> dict[str, Any]:
+        proc = subprocess.run(
+            [tfcur, "-c", _RESUME_PROBE, str(model_dir), str(steps)],
+            cwd=REPO_ROOT,
+            env=harness.tf_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return report
+
+    one = run(tmp_path / "one", 200)
+    run(tmp_path / "two", 100)
+    resumed = run(tmp_path / "two", 100)
+    assert one["step"] == resumed["step"] == 200
+    for got, want in zip(resumed["weights"], one["weights"]):
+        assert got == pytest.approx(want, abs=1e-6)

@@ -507,13 +507,17 @@ class Estimator:
                 )
             metrics[name] = metric
         self._eval_metrics = metrics
-        # Estimator's "loss": the mean over batches of each (global) batch's loss.
+        # Estimator's "loss": the mean over batches of each (global) batch's loss. Each
+        # replica adds its share of the global-batch loss (weighted like training, see
+        # `_scaled`) and of one batch.
         ctx = tf.distribute.get_replica_context()
         local = _batch_size(features)
-        share = tf.math.divide_no_nan(local, ctx.all_reduce(tf.distribute.ReduceOp.SUM, local))
-        loss = tf.cast(spec.loss, tf.float32)
-        loss = tf.where(local > 0, loss, 0.0)
-        return self._loss_metric.update(total=loss * share, count=share)
+        batch_share = tf.math.divide_no_nan(
+            local, ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
+        )
+        loss_share = tf.cast(self._scaled(spec.loss, inv, features, ctx), tf.float32)
+        total = tf.where(local > 0, loss_share, 0.0)
+        return self._loss_metric.update(total=total, count=batch_share)
 
     def evaluate(
         self,
