@@ -185,7 +185,8 @@ class EvalMetrics(Rule):
         if any(not isinstance(e, cst.DictElement) for e in metrics.elements):
             raise Refusal("eval_metric_ops uses **unpacking; lift the metrics by hand")
         atoms = self._atoms(fn, [metrics], None)
-        metric_fn = self._metric_fn(fn, atoms, [cst.SimpleStatementLine([cst.Return(metrics)])])
+        moved = _dedent_continuations(metrics)
+        metric_fn = self._metric_fn(fn, atoms, [cst.SimpleStatementLine([cst.Return(moved)])])
         value = cst.Tuple(
             [cst.Element(cst.Name(metric_fn.name.value)), cst.Element(self._tensor_list(atoms))]
         )
@@ -307,6 +308,30 @@ def _subscripts(exprs: Sequence[cst.CSTNode]) -> dict[str, tuple[dict[str, cst.S
     for e in exprs:
         e.visit(V())
     return found
+
+
+def _dedent_continuations(metrics: cst.Dict) -> cst.Dict:
+    """A dict moved from inside a call to a `return` of its own: its continuation lines
+    were indented for the call; take that extra indentation off (the closing brace's)."""
+    closing = metrics.rbrace.whitespace_before
+    if not isinstance(closing, cst.ParenthesizedWhitespace):
+        return metrics
+    extra = closing.last_line.value
+
+    class Dedent(cst.CSTTransformer):
+        def leave_ParenthesizedWhitespace(
+            self,
+            original_node: cst.ParenthesizedWhitespace,
+            updated_node: cst.ParenthesizedWhitespace,
+        ) -> cst.ParenthesizedWhitespace:
+            text = updated_node.last_line.value
+            if updated_node.indent and text.startswith(extra):
+                return updated_node.with_changes(last_line=cst.SimpleWhitespace(text[len(extra) :]))
+            return updated_node
+
+    result = metrics.visit(Dedent())
+    assert isinstance(result, cst.Dict)
+    return result
 
 
 def _base_name(expr: cst.BaseExpression) -> str | None:
