@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from est2tpu.cstutil import iter_calls
 from est2tpu.ftypes import Target
 from est2tpu.index import ProjectIndex
 from est2tpu.names import attr_chain
-from est2tpu.rule import Rule
+from est2tpu.rule import FileState, Rule
 
 FACADE_MODULE = "est2tpu.runtime.tf2"
 FACADE_ALIAS = "tf2_runtime"
@@ -58,6 +59,27 @@ def tf2_model_fns(index: ProjectIndex) -> set[tuple[str, str]]:
         for p in index.ctors.values()
         if p.model_fn is not None and not p.keras and not p.premade
     }
+
+
+def model_fn_scopes(state: FileState) -> set[str]:
+    """Defs of this file that run as (part of) a model_fn: the model_fns, and the top-level
+    functions of this file they call by name, transitively (helpers that build the net)."""
+    roots = {scope for path, scope in tf2_model_fns(state.index) if path == state.path}
+    module = state.current
+    if not roots or module is None:
+        return roots
+    defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    found, todo = set(roots), list(roots)
+    while todo:
+        fn = defs.get(todo.pop().split(".")[0])
+        if fn is None:
+            continue
+        for call in iter_calls(fn, into_defs=True):
+            name = call.func.value if isinstance(call.func, cst.Name) else None
+            if name in defs and name not in found:
+                found.add(name)
+                todo.append(name)
+    return found
 
 
 def why_not(canonical: str) -> str:

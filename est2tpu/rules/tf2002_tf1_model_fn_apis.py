@@ -9,7 +9,7 @@ import libcst as cst
 
 from est2tpu.ftypes import Target
 from est2tpu.rule import Rule
-from est2tpu.rules.tf2001_estimator_facade import facade, tf2_model_fns
+from est2tpu.rules.tf2001_estimator_facade import facade, model_fn_scopes
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,11 @@ class Tf1ModelFnApis(Rule):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.model_fns = tf2_model_fns(self.state.index)
+        self.model_fns = model_fn_scopes(self.state)
         self.depth = 0  # > 0 inside a model_fn (nested defs included: helpers run there)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.depth or (self.state.path, self.here) in self.model_fns:
+        if self.depth or self.here in self.model_fns:
             self.depth += 1
 
     def leave_FunctionDef(

@@ -6,7 +6,7 @@ import libcst as cst
 
 from est2tpu.ftypes import Target
 from est2tpu.rule import Rule
-from est2tpu.rules.tf2001_estimator_facade import tf2_model_fns
+from est2tpu.rules.tf2001_estimator_facade import model_fn_scopes
 from est2tpu.rules.tf2002_tf1_model_fn_apis import TABLE
 
 # Canonical-name prefixes (after `tf.compat.v1.`) that only work in a TF1 graph, with the
@@ -54,12 +54,12 @@ class UnsupportedTf1(Rule):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.model_fns = tf2_model_fns(self.state.index)
+        self.model_fns = model_fn_scopes(self.state)
         self.depth = 0
         self.inner: set[int] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.depth or (self.state.path, self.here) in self.model_fns:
+        if self.depth or self.here in self.model_fns:
             self.depth += 1
 
     def leave_FunctionDef(
