@@ -82,6 +82,28 @@ def model_fn_scopes(state: FileState) -> set[str]:
     return found
 
 
+def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            found.append(n)
+            return True
+
+    node.visit(Collect())
+    return found
+
+
+def builds_other_estimator(canonical: str) -> bool:
+    """model_to_estimator or a premade estimator: an Estimator the facade cannot be."""
+    short = canonical.rsplit(".", 1)[-1]
+    return canonical == "keras.estimator.model_to_estimator" or (
+        canonical.startswith("estimator.")
+        and short.startswith(PREMADE_PREFIXES)
+        and short.endswith(("Classifier", "Regressor", "Estimator"))
+    )
+
+
 def why_not(canonical: str) -> str:
     """The finding for an Estimator API name the facade does not offer."""
     short = canonical.rsplit(".", 1)[-1]
@@ -91,11 +113,7 @@ def why_not(canonical: str) -> str:
             "`est2tpu.runtime.tf2.strategy().scope()` and call fit/evaluate/predict with "
             "explicit steps"
         )
-    if (
-        canonical.startswith("estimator.")
-        and short.startswith(PREMADE_PREFIXES)
-        and (short.endswith(("Classifier", "Regressor", "Estimator")))
-    ):
+    if builds_other_estimator(canonical):
         return (
             f"premade {short} has no exact tf2 mapping here yet: write its model_fn (or a "
             "Keras model under `est2tpu.runtime.tf2.strategy().scope()`) by hand"
@@ -129,6 +147,11 @@ class EstimatorFacade(Rule):
         canonical = self.tf_name(node.func)
         new = FACADE_NAMES.get(canonical or "")
         if new is None:
+            if canonical is not None and builds_other_estimator(canonical):
+                # A refused estimator keeps its arguments too (its RunConfig stays a
+                # tf.estimator.RunConfig): never half a migration.
+                self.refuse(node.func, why_not(canonical))
+                self.keep.update(id(n) for n in _descendants(node))
             return
         bad = [
             a.keyword.value
