@@ -25,7 +25,12 @@ class CrossShardOptimizer(Rule):
     ) -> cst.FunctionDef:
         if not self.in_model_fn():
             return updated_node
-        used = self._optimizer_receivers(original_node)
+        split = self._split_inline(updated_node)
+        if split is not updated_node:
+            self.record(original_node, "optimizer created and used in one expression: split")
+            updated_node = split
+        used = self._optimizer_receivers(updated_node)
+        splittable = _whole_statement_values(original_node)
         for call in iter_calls(original_node):
             name = self.tf_name(call.func) or ""
             if name in ("contrib.layers.optimize_loss", "layers.optimize_loss"):
@@ -40,17 +45,18 @@ class CrossShardOptimizer(Rule):
                 and call.func.attr.value in OPTIMIZER_METHODS
                 and isinstance(call.func.value, cst.Call)
                 and self._is_tf1_optimizer(call.func.value)
+                and id(call) not in splittable
             ):
                 self.refuse(
                     call,
                     "the optimizer is created and used in one expression; assign it to a "
                     "variable so it can be wrapped in CrossShardOptimizer on TPU",
                 )
-        targets = self._wrappable(original_node, used)
+        targets = self._wrappable(updated_node, used, original_node)
         if not targets:
             return updated_node
-        locals_ = assigned_names(original_node)
-        if not has_param(original_node, "params"):
+        locals_ = assigned_names(updated_node)
+        if not has_param(updated_node, "params"):
             if "params" in locals_:
                 self.refuse(
                     original_node,
@@ -65,6 +71,58 @@ class CrossShardOptimizer(Rule):
         self.record(original_node, "optimizer wrapped in CrossShardOptimizer on TPU")
         return updated_node.with_changes(body=new_body)
 
+    def _split_inline(self, fn: cst.FunctionDef) -> cst.FunctionDef:
+        """`train_op = tf.train.XOptimizer(...).minimize(...)` as a whole statement becomes
+        `optimizer = tf.train.XOptimizer(...)` then `train_op = optimizer.minimize(...)`, so
+        the optimizer can be wrapped."""
+        rule = self
+        taken = set(assigned_names(fn))
+
+        class Split(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def leave_IndentedBlock(
+                self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+            ) -> cst.IndentedBlock:
+                body: list[cst.BaseStatement] = []
+                for stmt in updated_node.body:
+                    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+                    if (
+                        isinstance(stmt, cst.SimpleStatementLine)
+                        and len(stmt.body) == 1
+                        and isinstance(small, cst.Assign)
+                        and isinstance(small.value, cst.Call)
+                        and isinstance(small.value.func, cst.Attribute)
+                        and small.value.func.attr.value in OPTIMIZER_METHODS
+                        and isinstance(small.value.func.value, cst.Call)
+                        and rule._is_tf1_optimizer(small.value.func.value)
+                    ):
+                        name = _unique("optimizer", taken)
+                        func = small.value.func
+                        create = cst.SimpleStatementLine(
+                            [cst.Assign([cst.AssignTarget(cst.Name(name))], func.value)],
+                            leading_lines=stmt.leading_lines,
+                        )
+                        use = stmt.with_changes(
+                            leading_lines=(),
+                            body=[
+                                small.with_changes(
+                                    value=small.value.with_changes(
+                                        func=func.with_changes(value=cst.Name(name))
+                                    )
+                                )
+                            ],
+                        )
+                        body += [create, use]
+                    else:
+                        body.append(stmt)
+                return updated_node.with_changes(body=body)
+
+        result = fn.visit(Split())
+        assert isinstance(result, cst.FunctionDef)
+        return result if not result.deep_equals(fn) else fn
+
     def _is_tf1_optimizer(self, call: cst.Call) -> bool:
         name = self.tf_name(call.func) or ""
         return name.startswith("train.") and name.endswith("Optimizer")
@@ -78,7 +136,7 @@ class CrossShardOptimizer(Rule):
                     receivers.add(name)
         return receivers
 
-    def _wrappable(self, fn: cst.FunctionDef, used: set[str]) -> set[str]:
+    def _wrappable(self, fn: cst.FunctionDef, used: set[str], anchor: cst.FunctionDef) -> set[str]:
         """Optimizer variables assigned once from a TF1 optimizer and used to train."""
         out = set()
         for name, values in assigned_names(fn).items():
@@ -96,7 +154,7 @@ class CrossShardOptimizer(Rule):
                 out.add(name)
             elif tf1:
                 self.refuse(
-                    fn,
+                    anchor,
                     f"optimizer `{name}` is assigned more than once; wrap it in "
                     "tf.compat.v1.tpu.CrossShardOptimizer when params['use_tpu'] by hand",
                 )
@@ -159,3 +217,27 @@ class CrossShardOptimizer(Rule):
 
 
 _CROSS_SHARD = frozenset({"tpu.CrossShardOptimizer", "contrib.tpu.CrossShardOptimizer"})
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _whole_statement_values(fn: cst.FunctionDef) -> set[int]:
+    """ids of the values of `name = value` statements alone on their line (splittable)."""
+    found: set[int] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            if len(node.body) == 1 and isinstance(node.body[0], cst.Assign):
+                found.add(id(node.body[0].value))
+
+    fn.visit(V())
+    return found
