@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import signal
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -508,6 +509,23 @@ def _with_progress(
             progress.advance(task)
 
 
+class _Interrupted(BaseException):
+    """Ctrl-C, kept apart from the KeyboardInterrupt that the CLI framework turns into exit 1."""
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    raise _Interrupted
+
+
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="est2tpu")
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        app(prog_name="est2tpu")
+    except _Interrupted:
+        # Every file is whole (the writer holds SIGINT during a write); exit the way shells
+        # expect after Ctrl-C.
+        sys.stderr.write("est2tpu: interrupted; every file written so far is complete\n")
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -116,6 +116,8 @@ def test_signal_mid_run_leaves_every_file_old_or_new(
     if sig == signal.SIGINT:
         assert leftovers == [], leftovers
         assert "Traceback" not in stderr
+        assert code == 130, stderr  # the shell convention for Ctrl-C
+        assert "interrupted" in stderr
     else:
         # SIGKILL cannot be handled: at most the one temp file being written may remain,
         # named so that it is recognisable and never mistaken for a module.
