@@ -27,7 +27,23 @@ NUMPY_INPUTS = {"estimator.inputs.numpy_input_fn": 2, "estimator.inputs.pandas_i
 DEFAULT_NUMPY_BATCH = "128"
 SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
 PREMADE_SUFFIXES = ("Classifier", "Regressor", "Estimator")
-PREMADE = ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BoostedTreesClassifier", "BoostedTreesEstimator", "BoostedTreesRegressor", "DNNClassifier", "DNNEstimator", "DNNRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor", "LinearClassifier", "LinearEstimator", "LinearRegressor"]
+PREMADE = [
+    "BaselineClassifier",
+    "BaselineEstimator",
+    "BaselineRegressor",
+    "BoostedTreesClassifier",
+    "BoostedTreesEstimator",
+    "BoostedTreesRegressor",
+    "DNNClassifier",
+    "DNNEstimator",
+    "DNNRegressor",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedEstimator",
+    "DNNLinearCombinedRegressor",
+    "LinearClassifier",
+    "LinearEstimator",
+    "LinearRegressor",
+]
 # Canonical names whose use makes a module worth the use-collecting walk.
 USE_NAMES = (
     *ESTIMATOR_CTORS,
@@ -138,10 +154,6 @@ class ProjectIndex:
     # numpy_input_fn/pandas_input_fn calls whose batch size moves to a TPUEstimator
     numpy_inputs: set[tuple[str, str, str]] = field(default_factory=set)
     use_sites: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
-
-    def role_of(self, path: str, qualname: str) -> tuple[bool, InputFnPlan | None]:
-        key = (path, qualname)
-        return key in self.model_fns, self.input_fns.get(key)
 
 
 SHIM = "est2tpu.runtime."
