@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
-import signal
+import json
 import os
+import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from est2tpu import api, report, textio
+from est2tpu.cache import Cache, default_dir
 from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
 from est2tpu.discovery import discover, parse_ignore_lines
@@ -118,6 +120,21 @@ ConfigOpt = Annotated[
 ]
 
 
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option("--no-cache", help="Neither read nor write the cache of per-file results."),
+]
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Where to keep the results cache [default: $XDG_CACHE_HOME/est2tpu].",
+        file_okay=False,
+        show_default=False,
+    ),
+]
+
+
 class OutputFormat(str, enum.Enum):
     """How `check` reports (to stdout)."""
 
@@ -141,6 +158,8 @@ class _Options:
     quiet: bool = False
     verbose: bool = False
     output: OutputFormat = OutputFormat.TEXT
+    cache: bool = True
+    cache_dir: Path | None = None
 
 
 @app.command()
@@ -157,6 +176,8 @@ def migrate(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     config: ConfigOpt = None,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
 ) -> None:
     """Rewrite Estimator code in place (atomically, keeping encoding, line endings and mode).
 
@@ -169,6 +190,7 @@ def migrate(
     if options is None:
         raise typer.Exit(EXIT_ERROR)
     options.quiet, options.verbose = quiet, verbose
+    options.cache, options.cache_dir = not no_cache, cache_dir
     raise typer.Exit(_run(paths, mode, options, show_diff=diff))
 
 
@@ -198,6 +220,8 @@ def check(
             "(Actions annotations), sarif (2.1.0) or junit (XML).",
         ),
     ] = OutputFormat.TEXT,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
 ) -> None:
     """Report what migrate would do, and never write anything (for CI).
 
@@ -212,6 +236,7 @@ def check(
     if options is None:
         raise typer.Exit(EXIT_ERROR)
     options.quiet, options.verbose, options.output = quiet, verbose, output_format
+    options.cache, options.cache_dir = not no_cache, cache_dir
     raise typer.Exit(_run(paths, _Mode.CHECK, options, show_diff=diff))
 
 
@@ -350,6 +375,7 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
             exclude=options.exclude,
             use_runtime=options.use_runtime,
             per_file_ignores=config.ignores_for if config.per_file_ignores else None,
+            cache=_cache(options, file_paths),
         )
         for result in _with_progress(results, file_paths, options.exclude, err):
             _handle(result, mode, err, show_diff=show_diff and text, options=options)
@@ -370,6 +396,21 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     if mode is _Mode.CHECK and summary.changed:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _cache(options: _Options, roots: Sequence[Path]) -> Cache | None:
+    """The results cache for this run's settings, or None with --no-cache."""
+    if not options.cache:
+        return None
+    settings = json.dumps(
+        [
+            options.target.value,
+            None if options.select is None else sorted(options.select),
+            sorted(options.ignore),
+            options.use_runtime,
+        ]
+    )
+    return Cache(options.cache_dir or default_dir(), settings, roots)
 
 
 def _write_report(results: list[FileResult], output: OutputFormat, *, with_diff: bool) -> None:

@@ -1,0 +1,237 @@
+"""A content-hash cache of per-file results, so that an unchanged file is never parsed twice.
+
+A result is reused only when everything that decided it is the same: the file's bytes and
+path, the tool's own code (a hash of the installed est2tpu sources and the LibCST version),
+the run's settings (target, rules selected and ignored, the file's per-file ignores, the
+runtime flag), and, because migration is whole-project, a digest of the project index the
+file was migrated against. A key that differs in any of them misses; nothing is ever
+patched up. The cache holds JSON only (never pickle), so a cache directory that came with a
+repository cannot make est2tpu run code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from est2tpu.ftypes import Edit, FileResult, Finding, Position, Status
+
+__all__ = [
+    "Cache",
+    "default_dir",
+    "digest",
+    "index_digest",
+    "restore_result",
+    "store_result",
+    "tool_fingerprint",
+]
+
+#: Bump when the layout of a cache file changes.
+FORMAT = 1
+
+
+def digest(*parts: bytes | str) -> str:
+    """A stable hex digest of byte/str parts (length-prefixed, so parts cannot run together)."""
+    h = hashlib.blake2b(digest_size=20)
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """The tool's own code: every est2tpu source file and the LibCST version.
+
+    A developer who edits a rule gets fresh results without thinking of the cache.
+    """
+    import libcst
+
+    import est2tpu
+
+    root = Path(est2tpu.__file__).resolve().parent
+    parts: list[bytes | str] = [str(FORMAT), est2tpu.__version__, _libcst_version(libcst)]
+    for path in sorted(root.rglob("*.py")):
+        parts += [path.relative_to(root).as_posix(), path.read_bytes()]
+    return digest(*parts)
+
+
+def _libcst_version(module: Any) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("libcst")
+    except Exception:  # noqa: BLE001 - any failure only makes the key more specific
+        return str(getattr(module, "_version", "?"))
+
+
+def _canon(obj: Any) -> Any:
+    """A JSON-able, order-independent form of index data (sets sorted, dataclasses by field)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [
+            type(obj).__name__,
+            [[f.name, _canon(getattr(obj, f.name))] for f in dataclasses.fields(obj)],
+        ]
+    if isinstance(obj, enum.Enum):
+        return _canon(obj.value)
+    if isinstance(obj, Mapping):
+        items = [[_canon(k), _canon(v)] for k, v in obj.items()]
+        return ["map", sorted(items, key=json.dumps)]
+    if isinstance(obj, (set, frozenset)):
+        return ["set", sorted((_canon(x) for x in obj), key=json.dumps)]
+    if isinstance(obj, (list, tuple)):
+        return [_canon(x) for x in obj]
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    raise TypeError(f"cannot fingerprint {type(obj).__name__}")
+
+
+def index_digest(index: object) -> str:
+    """A digest of every fact in a ProjectIndex (any change anywhere changes it)."""
+    return digest(json.dumps(_canon(index), separators=(",", ":")))
+
+
+def default_dir() -> Path:
+    """`$XDG_CACHE_HOME/est2tpu` (`~/.cache/est2tpu`): outside the project, so that `check`
+    writes nothing into the tree it checks. `--cache-dir .est2tpu_cache` keeps it in the
+    project (that name is gitignored)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "est2tpu"
+
+
+class Cache:
+    """Results of one kind of run (one settings key), loaded once and saved once.
+
+    Only what this run used is kept on save, so the file never grows with old entries.
+    """
+
+    def __init__(self, directory: Path, settings: str, roots: Sequence[Path] = ()) -> None:
+        self.directory = directory
+        self.settings = settings
+        # One file per tool version, settings and set of paths: runs over different
+        # projects do not evict each other.
+        where = [str(Path(p).resolve()) for p in roots]
+        name = digest(tool_fingerprint(), settings, *where)[:24]
+        self.file = directory / f"results-{name}.json"
+        self._index: dict[str, str] = {}
+        self._files: dict[str, Any] = {}
+        self._new_index: dict[str, str] = {}
+        self._new_files: dict[str, Any] = {}
+        self.hits = 0
+        self.misses = 0
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            return
+        if data.get("settings") != self.settings:
+            return
+        index, files = data.get("index"), data.get("files")
+        if isinstance(index, dict) and isinstance(files, dict):
+            self._index, self._files = index, files
+
+    # -- the project index: its inputs -> the digest of its facts ------------------------
+
+    def index_for(self, inputs_key: str) -> str | None:
+        found = self._index.get(inputs_key)
+        if found is not None:
+            self._new_index[inputs_key] = found
+        return found
+
+    def put_index(self, inputs_key: str, facts: str) -> None:
+        self._new_index[inputs_key] = facts
+
+    # -- per-file results -----------------------------------------------------------------
+
+    @staticmethod
+    def file_key(path: Path, content: str, index: str, ignores: Iterable[str]) -> str:
+        return digest(str(path), content, index, "\0".join(sorted(ignores)))
+
+    def get(self, key: str, result: FileResult) -> bool | None:
+        """Fill `result` from the cache: None on a miss, else whether it fails early."""
+        entry = self._files.get(key)
+        if not isinstance(entry, dict):
+            self.misses += 1
+            return None
+        try:
+            restore_result(entry, result)
+        except (KeyError, TypeError, ValueError):
+            self.misses += 1
+            return None
+        self._new_files[key] = entry
+        self.hits += 1
+        return bool(entry.get("early"))
+
+    def put(self, key: str, result: FileResult, early: bool) -> None:
+        self._new_files[key] = store_result(result, early)
+
+    def save(self) -> None:
+        """Write atomically; a cache that cannot be written is only a slower next run."""
+        data = {
+            "format": FORMAT,
+            "settings": self.settings,
+            "index": self._new_index,
+            "files": self._new_files,
+        }
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            gitignore = self.directory / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("*\n", encoding="utf-8")
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(data, f, separators=(",", ":"))
+                os.replace(tmp, self.file)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            pass
+
+
+def store_result(result: FileResult, early: bool) -> dict[str, Any]:
+    return {
+        "status": result.status.value,
+        # The old text is the file itself; only a changed file's new text is stored.
+        "new": result.new_text if result.new_text != result.old_text else None,
+        "error": result.error,
+        "early": early,
+        "findings": [
+            [f.rule_id, f.message, f.position.line, f.position.column, f.path, f.fixable]
+            for f in result.findings
+        ],
+        "edits": [
+            [e.rule_id, e.position.line, e.position.column, e.description] for e in result.edits
+        ],
+    }
+
+
+def restore_result(entry: dict[str, Any], result: FileResult) -> None:
+    status = Status(entry["status"])
+    findings = [
+        Finding(str(r), str(m), Position(int(line), int(col)), str(p), bool(fix))
+        for r, m, line, col, p, fix in entry["findings"]
+    ]
+    edits = [
+        Edit(str(r), Position(int(line), int(col)), str(d)) for r, line, col, d in entry["edits"]
+    ]
+    new = entry["new"]
+    result.status = status
+    result.new_text = result.old_text if new is None else str(new)
+    result.error = entry["error"]
+    result.findings = findings
+    result.edits = edits
