@@ -22,6 +22,8 @@ from est2tpu.api import migrate_paths
 from est2tpu.ftypes import FileResult, Status, Target
 
 PROJECTS = ("single_file_classifier", "two_module_trainer")
+# Also migrated without findings; trained under the default strategy only (time).
+MORE_PROJECTS = ("compat_v1_spelling", "train_and_evaluate_exporter")
 # name -> environment of the migrated program
 STRATEGIES: dict[str, dict[str, str]] = {
     "default": {},
@@ -124,7 +126,7 @@ def assert_close(metrics: dict[str, Any], expected: dict[str, Any]) -> None:
             assert abs(got - want) <= LOSS_TOLERANCE * abs(want), (key, got, want)
 
 
-@pytest.mark.parametrize("name", PROJECTS)
+@pytest.mark.parametrize("name", PROJECTS + MORE_PROJECTS)
 def test_migration_leaves_no_estimator_api(name: str, migrated: Callable[[str], Path]) -> None:
     root = migrated(name)
     text = "".join(p.read_text() for p in sorted(root.rglob("*.py")))
@@ -150,6 +152,16 @@ def test_migrated_project_trains_like_the_original(
     assert len(result.predictions) == len(expected.predictions)
     if "exported" in expected.results:
         assert result.results["exported"] is True
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", MORE_PROJECTS)
+def test_more_projects_train_like_the_original(
+    name: str,
+    original: Callable[[str], Any],
+    run_migrated: Callable[[str, str], Any],
+) -> None:
+    assert_close(run_migrated(name, "default").metrics, original(name).metrics)
 
 
 def _run_again(
