@@ -252,3 +252,12 @@ def is_multiline(call: cst.Call) -> bool:
 def too_long(node: cst.CSTNode, limit: int = 88) -> bool:
     """A rough check: would this node, rendered on one line after some indentation, be long?"""
     return len(cst.Module([]).code_for_node(node)) + 16 > limit
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, ... : the first not in `taken` (which it joins)."""
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    taken.add(candidate)
+    return candidate

@@ -15,7 +15,7 @@ from pathlib import PurePath
 
 import libcst as cst
 
-from est2tpu.names import ImportTable, dotted
+from est2tpu.names import ImportTable, StatementWalker, dotted
 
 ESTIMATOR_CTORS = frozenset(
     {"estimator.Estimator", "estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"}
@@ -285,11 +285,7 @@ class _DefCollector(_Scoped):
                 self.import_from(small)
         return False
 
-    def visit_If(self, node: cst.If) -> bool:
-        node.body.visit(self)
-        if node.orelse is not None:
-            node.orelse.visit(self)
-        return False
+    visit_If = StatementWalker.visit_If
 
     def import_from(self, node: cst.ImportFrom) -> None:
         if not node.relative or isinstance(node.names, cst.ImportStar):

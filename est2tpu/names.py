@@ -176,7 +176,17 @@ def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     return iter(collector.found)
 
 
-class _ImportCollector(cst.CSTVisitor):
+class StatementWalker(cst.CSTVisitor):
+    """A visitor that never enters an `if` test: for walks that only want statements."""
+
+    def visit_If(self, node: cst.If) -> bool:
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+
+class _ImportCollector(StatementWalker):
     def __init__(self) -> None:
         self.found: list[cst.Import | cst.ImportFrom] = []
 
@@ -194,12 +204,6 @@ class _ImportCollector(cst.CSTVisitor):
         for small in node.body:
             if isinstance(small, (cst.Import, cst.ImportFrom)):
                 self.found.append(small)
-        return False
-
-    def visit_If(self, node: cst.If) -> bool:
-        node.body.visit(self)
-        if node.orelse is not None:
-            node.orelse.visit(self)
         return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:

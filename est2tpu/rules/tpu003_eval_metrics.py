@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from est2tpu.cstutil import assigned_names, free_names, iter_calls, kwarg
+from est2tpu.cstutil import assigned_names, free_names, iter_calls, kwarg, unique_name
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
@@ -116,10 +116,10 @@ class EvalMetrics(Rule):
             if keys and sub_reads == len(reads[name]):
                 # only ever read as name["key"]: pass each value, not the whole dict
                 for key_text, sub in keys.items():
-                    param = _unique(_identifier(f"{name}_{key_text}"), used_params)
+                    param = unique_name(_identifier(f"{name}_{key_text}"), used_params)
                     atoms.append(Atom(sub, param, False))
             else:
-                param = _unique(name, used_params)
+                param = unique_name(name, used_params)
                 atoms.append(Atom(cst.Name(name), param, self._scalar(values)))
         return atoms
 
@@ -167,7 +167,7 @@ class EvalMetrics(Rule):
     def _metric_fn(
         self, fn: cst.FunctionDef, atoms: Sequence[Atom], body: list[cst.BaseStatement]
     ) -> cst.FunctionDef:
-        name = _unique("metric_fn", set(assigned_names(fn)))
+        name = unique_name("metric_fn", set(assigned_names(fn)))
         replaced = [s.visit(_ReplaceAtoms(atoms)) for s in body]
         return cst.FunctionDef(
             name=cst.Name(name),
@@ -344,14 +344,6 @@ def _base_name(expr: cst.BaseExpression) -> str | None:
 def _identifier(text: str) -> str:
     text = re.sub(r"\W", "_", text)
     return text if text[:1].isalpha() or text[:1] == "_" else f"_{text}"
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    candidate, n = name, 2
-    while candidate in taken:
-        candidate, n = f"{name}_{n}", n + 1
-    taken.add(candidate)
-    return candidate
 
 
 def _assigned_in(stmt: cst.CSTNode) -> list[str]:

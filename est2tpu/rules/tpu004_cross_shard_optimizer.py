@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from est2tpu.cstutil import add_param, assigned_names, has_param, iter_calls
+from est2tpu.cstutil import add_param, assigned_names, has_param, iter_calls, unique_name
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
@@ -98,7 +98,7 @@ class CrossShardOptimizer(Rule):
                         and isinstance(small.value.func.value, cst.Call)
                         and rule._is_tf1_optimizer(small.value.func.value)
                     ):
-                        name = _unique("optimizer", taken)
+                        name = unique_name("optimizer", taken)
                         func = small.value.func
                         create = cst.SimpleStatementLine(
                             [cst.Assign([cst.AssignTarget(cst.Name(name))], func.value)],
@@ -217,14 +217,6 @@ class CrossShardOptimizer(Rule):
 
 
 _CROSS_SHARD = frozenset({"tpu.CrossShardOptimizer", "contrib.tpu.CrossShardOptimizer"})
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    candidate, n = name, 2
-    while candidate in taken:
-        candidate, n = f"{name}_{n}", n + 1
-    taken.add(candidate)
-    return candidate
 
 
 def _whole_statement_values(fn: cst.FunctionDef) -> set[int]:

@@ -57,7 +57,7 @@ class TpuUnsupported(Rule):
                 f"tf.{name} runs Python on the host and cannot run on TPU; rewrite it with "
                 "TensorFlow ops or move it into the input function",
             )
-        elif name.startswith("summary.") or name.startswith("compat.v1.summary."):
+        elif name.startswith(("summary.", "compat.v1.summary.")):
             self.refuse(
                 call,
                 f"tf.{name} inside a model_fn does not run on TPU; pass the tensors through "
