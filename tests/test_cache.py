@@ -1,0 +1,127 @@
+"""The results cache: reused only when nothing that decided a result changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from est2tpu import api
+from est2tpu.cache import Cache
+from est2tpu.cli import app
+from est2tpu.ftypes import FileResult, Target
+
+REPO = Path(__file__).resolve().parents[1]
+PROJECT = REPO / "fixtures" / "projects" / "two_module_trainer"
+
+
+def facts(results: list[FileResult]) -> list[tuple[object, ...]]:
+    return [
+        (str(r.path), r.status, r.old_text, r.new_text, r.findings, r.edits, r.error)
+        for r in results
+    ]
+
+
+def run(root: Path, cache_dir: Path, **kwargs: object) -> tuple[list[FileResult], Cache]:
+    cache = Cache(cache_dir, json.dumps(sorted((k, str(v)) for k, v in kwargs.items())), [root])
+    results = list(api.migrate_paths([root], cache=cache, jobs=1, **kwargs))  # type: ignore[arg-type]
+    return results, cache
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    shutil.copytree(PROJECT, root)
+    (root / "broken.py").write_text("import tensorflow as tf\nest = tf.estimator.Estimator(\n")
+    return root
+
+
+def test_warm_run_parses_nothing_and_gives_the_same_results(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cold, cache = run(project, tmp_path / "c")
+    assert cache.hits == 0
+    assert any(r.new_text != r.old_text for r in cold)
+
+    def no_parse(text: str) -> None:
+        raise AssertionError("a warm run parsed a file")
+
+    monkeypatch.setattr(api, "parse", no_parse)
+    warm, cache = run(project, tmp_path / "c")
+    assert cache.misses == 0 and cache.hits > 0
+    assert facts(warm) == facts(cold)
+    monkeypatch.undo()
+    assert facts(warm) == facts(list(api._migrate_all_parsed([project])))
+
+
+def test_an_edit_in_another_module_invalidates_this_one(project: Path, tmp_path: Path) -> None:
+    # task.py builds the Estimator from model.py's model_fn: model.py's migration depends
+    # on task.py. Making task.py build nothing must change model.py's result.
+    run(project, tmp_path / "c")
+    task = next(project.rglob("task.py"))
+    task.write_text(task.read_text().replace("Estimator(", "NotAnEstimator("))
+    warm, _ = run(project, tmp_path / "c")
+    assert facts(warm) == facts(list(api._migrate_all_parsed([project])))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"target": Target.TF2}, id="target"),
+        pytest.param({"select": ["TPU001"]}, id="select"),
+        pytest.param({"ignore": ["TPU006"]}, id="ignore"),
+        pytest.param({"use_runtime": False}, id="no_runtime"),
+    ],
+)
+def test_settings_are_part_of_the_key(
+    project: Path, tmp_path: Path, kwargs: dict[str, object]
+) -> None:
+    # `run` keys the cache by its settings too; the per-file keys must not mix them up.
+    run(project, tmp_path / "c")
+    results, _ = run(project, tmp_path / "c", **kwargs)
+    assert facts(results) == facts(list(api._migrate_all_parsed([project], **kwargs)))  # type: ignore[arg-type]
+
+
+def test_tool_code_is_part_of_the_key(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, first = run(project, tmp_path / "c")
+    from est2tpu import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "tool_fingerprint", lambda: "another version")
+    _, second = run(project, tmp_path / "c")
+    assert first.file != second.file
+    assert second.hits == 0
+
+
+def test_a_corrupt_cache_is_ignored(project: Path, tmp_path: Path) -> None:
+    cold, cache = run(project, tmp_path / "c")
+    cache.file.write_text('{"format": 1, "files": {"x": 1}, "index": [')
+    again, cache = run(project, tmp_path / "c")
+    assert cache.hits == 0
+    assert facts(again) == facts(cold)
+    data = json.loads(cache.file.read_text())
+    entry = next(iter(data["files"].values()))
+    entry["findings"] = "not a list"
+    for key in data["files"]:
+        data["files"][key] = entry
+    cache.file.write_text(json.dumps(data))
+    third, _ = run(project, tmp_path / "c")
+    assert facts(third) == facts(cold)
+
+
+def test_cli_no_cache_writes_nothing_and_cache_dir_is_used(project: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    cache_dir = tmp_path / "cache"
+    first = runner.invoke(
+        app, ["check", "--quiet", "--no-cache", "--cache-dir", str(cache_dir), str(project)]
+    )
+    assert not cache_dir.exists()
+    second = runner.invoke(app, ["check", "--quiet", "--cache-dir", str(cache_dir), str(project)])
+    third = runner.invoke(app, ["check", "--quiet", "--cache-dir", str(cache_dir), str(project)])
+    assert list(cache_dir.glob("results-*.json"))
+    assert first.exit_code == second.exit_code == third.exit_code == 2  # broken.py
+    assert first.output == second.output == third.output

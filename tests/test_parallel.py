@@ -1,0 +1,110 @@
+"""The fast pipeline (pool, lazy index, unparsed inert files) gives the reference's results."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from est2tpu import api
+from est2tpu.ftypes import FileResult, Target
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def facts(results: list[FileResult]) -> list[tuple[object, ...]]:
+    return [
+        (str(r.path), r.status, r.old_text, r.new_text, r.findings, r.edits, r.error, r.encoding)
+        for r in results
+    ]
+
+
+def build_mixed_tree(root: Path, copies: int = 3) -> Path:
+    """Every fixture and e2e project, several times over, plus files that pass the byte
+    pre-filter but that no rule touches, a syntax error among them and a suppression."""
+    for n in range(copies):
+        shutil.copytree(REPO / "fixtures", root / f"copy{n}", ignore=shutil.ignore_patterns("*.md"))
+    inert = root / "inert"
+    inert.mkdir()
+    for n in range(40):
+        (inert / f"io{n}.py").write_text(f"def output_{n}(x):\n    return x  # an output\n")
+    (inert / "broken.py").write_text("def output(:\n    pass\n")
+    (inert / "py2.py").write_text('# output\nprint "x"\n')
+    (inert / "no_newline.py").write_text("output = 1\n    ")
+    (inert / "suppressed.py").write_text("output = 1  # est2tpu: ignore[TPU001]\n")
+    (inert / "aliased.py").write_text(
+        "from tensorflow import (estimator as\n    est)\nrc = est.RunConfig()\n"
+    )
+    (inert / "commented.py").write_text(
+        "from tensorflow.estimator import (  # a ) in a comment\n    RunConfig,\n)\n"
+        "rc = RunConfig()\n"
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_mixed_tree(tmp_path_factory.mktemp("mixed"))
+
+
+@pytest.mark.parametrize("target", list(Target), ids=lambda t: t.value)
+@pytest.mark.parametrize("jobs", [1, 2], ids=["serial", "pool"])
+def test_same_results_as_the_reference_pipeline(mixed: Path, target: Target, jobs: int) -> None:
+    fast = list(api.migrate_paths([mixed], target=target, jobs=jobs))
+    reference = list(api._migrate_all_parsed([mixed], target=target))
+    assert len(fast) > 150
+    assert facts(fast) == facts(reference)
+
+
+def test_same_results_with_selection_and_no_runtime(mixed: Path) -> None:
+    kwargs = {"select": ["TPU00"], "ignore": ["TPU003"], "use_runtime": False}
+    fast = list(api.migrate_paths([mixed], jobs=2, **kwargs))  # type: ignore[arg-type]
+    reference = list(api._migrate_all_parsed([mixed], **kwargs))  # type: ignore[arg-type]
+    assert facts(fast) == facts(reference)
+
+
+def test_per_file_ignores_reach_the_workers(mixed: Path) -> None:
+    def ignores(path: Path) -> list[str]:
+        return ["TPU"] if path.name.startswith("a") else []
+
+    fast = list(api.migrate_paths([mixed], jobs=2, per_file_ignores=ignores))
+    reference = list(api._migrate_all_parsed([mixed], per_file_ignores=ignores))
+    assert facts(fast) == facts(reference)
+
+
+def test_broken_files_still_fail(mixed: Path) -> None:
+    by_name = {r.path.name: r for r in api.migrate_paths([mixed / "inert"], jobs=2)}
+    assert by_name["broken.py"].error and "syntax error" in by_name["broken.py"].error
+    assert by_name["py2.py"].error and "print" in by_name["py2.py"].error
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("import os\n", [], id="no_tensorflow"),
+        pytest.param("import tensorflow as tf\n", [("tf", "tensorflow")], id="alias"),
+        pytest.param(
+            "import tensorflow.compat.v1\n", [("tensorflow", "tensorflow")], id="dotted_plain"
+        ),
+        pytest.param(
+            "from tensorflow import (a,\n  b as c)\n",
+            [("a", "tensorflow.a"), ("c", "tensorflow.b")],
+            id="parenthesised",
+        ),
+        pytest.param(
+            "from tensorflow import \\\n  estimator\n",
+            [("estimator", "tensorflow.estimator")],
+            id="backslash",
+        ),
+        pytest.param(
+            "x = 1; import tensorflow as tf\n", [("tf", "tensorflow")], id="after_semicolon"
+        ),
+        pytest.param(
+            "from tensorflow import *\nfrom . import tensorflow\n", [], id="star_relative"
+        ),
+        pytest.param("from tensorflow import (a,  # note\n  b)\n", None, id="comment_in_list"),
+    ],
+)
+def test_import_scan(text: str, expected: list[tuple[str, str]] | None) -> None:
+    assert api.import_pairs(text) == expected
