@@ -186,6 +186,9 @@ def call_kind(imports: ImportTable, func: cst.BaseExpression) -> str | None:
 _SHIM_KINDS = {
     "model_to_estimator": "ctor",
     "tf2.Estimator": "ctor",  # the tf2 target's facade
+    "tf2.model_to_estimator": "ctor",
+    "tf2.inputs.numpy_input_fn": "numpy",
+    "tf2.inputs.pandas_input_fn": "numpy",
     "tf2.train_and_evaluate": "train_and_evaluate",
     "train_and_evaluate": "train_and_evaluate",
     "numpy_input_fn": "numpy",

@@ -27,6 +27,9 @@ FACADE_NAMES: dict[str, str] = {
     "estimator.FinalExporter": "FinalExporter",
     "estimator.export.PredictOutput": "export.PredictOutput",
     "estimator.export.ServingInputReceiver": "export.ServingInputReceiver",
+    "estimator.inputs.numpy_input_fn": "inputs.numpy_input_fn",
+    "estimator.inputs.pandas_input_fn": "inputs.pandas_input_fn",
+    "keras.estimator.model_to_estimator": "model_to_estimator",
 }
 # Namespaces under tf.estimator (not symbols): reached only through a longer name.
 NAMESPACES = frozenset(
@@ -95,9 +98,9 @@ def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def builds_other_estimator(canonical: str) -> bool:
-    """model_to_estimator or a premade estimator: an Estimator the facade cannot be."""
+    """A premade estimator: an Estimator the facade cannot be."""
     short = canonical.rsplit(".", 1)[-1]
-    return canonical == "keras.estimator.model_to_estimator" or (
+    return (
         canonical.startswith("estimator.")
         and short.startswith(PREMADE_PREFIXES)
         and short.endswith(("Classifier", "Regressor", "Estimator"))
@@ -107,12 +110,6 @@ def builds_other_estimator(canonical: str) -> bool:
 def why_not(canonical: str) -> str:
     """The finding for an Estimator API name the facade does not offer."""
     short = canonical.rsplit(".", 1)[-1]
-    if canonical == "keras.estimator.model_to_estimator":
-        return (
-            "model_to_estimator has no tf2 facade yet: build and compile the Keras model under "
-            "`est2tpu.runtime.tf2.strategy().scope()` and call fit/evaluate/predict with "
-            "explicit steps"
-        )
     if builds_other_estimator(canonical):
         return (
             f"premade {short} has no exact tf2 mapping here yet: write its model_fn (or a "
@@ -133,6 +130,7 @@ class EstimatorFacade(Rule):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.inner: set[int] = set()  # Attribute/Name nodes that head a longer chain
         self.keep: set[int] = set()  # nodes left as they are because their call is refused
+        self.attrs: set[int] = set()  # the Name after a dot (`.model_to_estimator`): no name
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -142,6 +140,7 @@ class EstimatorFacade(Rule):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.inner.add(id(node.value))
+        self.attrs.add(id(node.attr))
 
     def visit_Call(self, node: cst.Call) -> None:
         canonical = self.tf_name(node.func)
@@ -159,7 +158,13 @@ class EstimatorFacade(Rule):
             if a.keyword is not None and a.keyword.value in UNSUPPORTED_ARGS.get(new, ())
         ]
         if any(a.star for a in node.args):
-            bad.append("*args/**kwargs")
+            self.refuse(
+                node,
+                f"{new}(*args/**kwargs): the tf2 facade's {new} cannot be checked against "
+                "arguments it cannot see; spell them out, then re-run",
+            )
+            self.keep.add(id(node.func))
+            return
         if new == "Estimator":
             key = self.key_of(node)
             plan = self.state.index.ctors.get(key) if key is not None else None
@@ -195,7 +200,7 @@ class EstimatorFacade(Rule):
     def _rewrite(
         self, original: cst.Name | cst.Attribute, updated: cst.BaseExpression
     ) -> cst.BaseExpression:
-        if id(original) in self.keep:
+        if id(original) in self.keep or id(original) in self.attrs:
             return updated
         qualified = self.state.imports.qualify(original)
         canonical = self.tf_name(original)
@@ -212,6 +217,6 @@ class EstimatorFacade(Rule):
             return updated
         if any(canonical.startswith(f"{name}.") for name in FACADE_NAMES):
             return updated  # `ModeKeys.TRAIN`: its `ModeKeys` part was rewritten
-        if canonical.startswith("estimator.") or canonical == "keras.estimator.model_to_estimator":
+        if canonical.startswith("estimator."):
             self.refuse(original, why_not(canonical))
         return updated

@@ -43,7 +43,7 @@ MAPPINGS: tuple[Mapping, ...] = (
     ),
     *_same(
         "metrics",
-        "accuracy mean mean_absolute_error mean_squared_error root_mean_squared_error "
+        "accuracy auc mean mean_absolute_error mean_squared_error root_mean_squared_error "
         "mean_per_class_accuracy precision recall true_positives false_positives "
         "true_negatives false_negatives",
     ),

@@ -29,7 +29,7 @@ UNSUPPORTED: dict[str, str] = {
     "py_func": "use tf.numpy_function, or keep the work outside the model",
     "layers.": "this layer has no facade equivalent; use a Keras layer created once",
     "losses.": "this loss has no facade equivalent; compute it with TF2 ops",
-    "metrics.": "this metric has no facade equivalent (e.g. auc needs TF1's buckets)",
+    "metrics.": "this metric has no facade equivalent; use one of the facade's metrics",
     "train.": "this tf.compat.v1.train API has no facade equivalent",
     "summary.": "TF1 summaries need a session; the facade writes loss and eval metrics",
 }

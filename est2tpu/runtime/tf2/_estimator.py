@@ -156,6 +156,34 @@ def _batch_size(tree: Any) -> Any:
     return tf.cast(tf.shape(first)[0], tf.float32)
 
 
+def _serving_receiver(
+    serving_input_receiver_fn: Callable[[], Any],
+) -> tuple[Any, list[Any], Any]:
+    """The receiver as a function of its receiver tensors, their specs, its features' specs.
+
+    The serving_input_receiver_fn may build TF1 placeholders: it runs in a TF1 graph
+    (`tf.compat.v1.wrap_function`) and is pruned to a function of its receiver tensors.
+    """
+    import tensorflow as tf
+
+    def receiver_structure() -> Any:
+        receiver = serving_input_receiver_fn()
+        return {"receivers": receiver.receiver_tensors, "features": receiver.features}
+
+    wrapped = tf.compat.v1.wrap_function(receiver_structure, [])
+    outputs = wrapped.structured_outputs
+    receiver_names = sorted(outputs["receivers"])
+    placeholders = [outputs["receivers"][k] for k in receiver_names]
+    receive = wrapped.prune(feeds=placeholders, fetches=outputs["features"])
+    input_spec = [
+        tf.TensorSpec(p.shape, p.dtype, name=k) for k, p in zip(receiver_names, placeholders)
+    ]
+    features_spec = tf.nest.map_structure(
+        lambda t: tf.TensorSpec(t.shape, t.dtype), outputs["features"]
+    )
+    return receive, input_spec, features_spec
+
+
 class Estimator:
     """Constructed like `tf.estimator.Estimator`; runs the same model_fn on current TF.
 
@@ -655,21 +683,7 @@ class Estimator:
                 "without assets_extra/as_text"
             )
 
-        def receiver_structure() -> Any:
-            receiver = serving_input_receiver_fn()
-            return {"receivers": receiver.receiver_tensors, "features": receiver.features}
-
-        wrapped = tf.compat.v1.wrap_function(receiver_structure, [])
-        outputs = wrapped.structured_outputs
-        receiver_names = sorted(outputs["receivers"])
-        placeholders = [outputs["receivers"][k] for k in receiver_names]
-        receive = wrapped.prune(feeds=placeholders, fetches=outputs["features"])
-        input_spec = [
-            tf.TensorSpec(p.shape, p.dtype, name=k) for k, p in zip(receiver_names, placeholders)
-        ]
-        features_spec = tf.nest.map_structure(
-            lambda t: tf.TensorSpec(t.shape, t.dtype), outputs["features"]
-        )
+        receive, input_spec, features_spec = _serving_receiver(serving_input_receiver_fn)
         self._build(
             ModeKeys.PREDICT,
             tf.data.Dataset.from_tensors(

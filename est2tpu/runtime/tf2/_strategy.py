@@ -23,6 +23,37 @@ def _tf_config_workers() -> int:
     return sum(len(v) for k, v in cluster.items() if k in ("chief", "worker"))
 
 
+def cpu_replicas() -> int:
+    """`EST2TPU_CPU_REPLICAS` (0 when unset)."""
+    return int(os.environ.get(CPU_REPLICAS_ENV, "0") or 0)
+
+
+def configure_cpu_replicas() -> int:
+    """Split the host CPU into `EST2TPU_CPU_REPLICAS` logical devices (when it is > 1).
+
+    It must happen before TensorFlow runs anything; doing it again with the same number is
+    a no-op. The facade does it when it is imported with the variable set, because a
+    `model_to_estimator` program builds its Keras model before it calls the facade.
+    """
+    replicas = cpu_replicas()
+    if replicas <= 1:
+        return replicas
+    import tensorflow as tf
+
+    cpus = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
+        )
+    except RuntimeError as exc:  # the runtime was initialised before us
+        raise RuntimeError(
+            f"{CPU_REPLICAS_ENV}={replicas}: logical CPU devices must be configured before "
+            "TensorFlow runs anything; import est2tpu.runtime.tf2 (or call "
+            "est2tpu.runtime.tf2.strategy()) first"
+        ) from exc
+    return replicas
+
+
 def resolve_strategy(tpu: str | None = None) -> Any:
     """Build the strategy for this process (a new one on every call; see `strategy()`).
 
@@ -42,19 +73,8 @@ def resolve_strategy(tpu: str | None = None) -> Any:
         return tf.distribute.TPUStrategy(resolver)
     if _tf_config_workers() > 0:
         return tf.distribute.MultiWorkerMirroredStrategy()
-    replicas = int(os.environ.get(CPU_REPLICAS_ENV, "0") or 0)
+    replicas = configure_cpu_replicas()
     if replicas > 1:
-        cpus = tf.config.list_physical_devices("CPU")
-        try:
-            tf.config.set_logical_device_configuration(
-                cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
-            )
-        except RuntimeError as exc:  # the runtime was initialised before us
-            raise RuntimeError(
-                f"{CPU_REPLICAS_ENV}={replicas}: logical CPU devices must be configured before "
-                "TensorFlow runs anything; build the Estimator (or call "
-                "est2tpu.runtime.tf2.strategy()) first"
-            ) from exc
         return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(replicas)])
     if len(tf.config.list_physical_devices("GPU")) > 1:
         return tf.distribute.MirroredStrategy()

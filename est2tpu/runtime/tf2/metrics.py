@@ -337,3 +337,95 @@ true_positives = _count("tp")
 false_positives = _count("fp")
 false_negatives = _count("fn")
 true_negatives = _count("tn")
+
+
+def auc(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    num_thresholds: int = 200,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    curve: str = "ROC",
+    name: str | None = None,
+    summation_method: str = "trapezoidal",
+    thresholds: Any = None,
+) -> MetricOp:
+    """`tf.compat.v1.metrics.auc`: TF1's confusion counts at the same thresholds (200 by
+    default, plus -1e-7 and 1 + 1e-7), summed across replicas, and TF1's formula for each
+    curve and summation method."""
+    import tensorflow as tf
+
+    if curve not in ("ROC", "PR"):
+        raise ValueError(f"Curve must be either ROC or PR. Curve {curve} is unknown.")
+    if summation_method not in ("trapezoidal", "careful_interpolation", "minoring", "majoring"):
+        raise ValueError(f"Invalid summation_method: {summation_method}")
+    kepsilon = 1e-7
+    if thresholds is not None:
+        cuts = sorted(thresholds)
+        num_thresholds = len(cuts) + 2
+    else:
+        cuts = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+    cuts = [0.0 - kepsilon, *cuts, 1.0 + kepsilon]
+    n = num_thresholds
+
+    def inc() -> dict[str, Any]:
+        pred = tf.cast(tf.convert_to_tensor(predictions), tf.float32)
+        checks = [
+            tf.debugging.assert_greater_equal(pred, 0.0, message="predictions must be in [0, 1]"),
+            tf.debugging.assert_less_equal(pred, 1.0, message="predictions must be in [0, 1]"),
+        ]
+        with tf.control_dependencies(checks):
+            pred = tf.identity(pred)
+        lab, pred = _squeeze(tf.cast(tf.convert_to_tensor(labels), tf.bool), pred)
+        pred_row = tf.reshape(pred, [1, -1])
+        lab_row = tf.reshape(lab, [1, -1])
+        pos = tf.greater(pred_row, tf.constant(cuts, tf.float32)[:, None])  # [n, batch]
+        lab_pos = tf.broadcast_to(lab_row, tf.shape(pos))
+        if weights is None:
+            w = tf.ones_like(pred_row)
+        else:
+            w = tf.reshape(_float(weights) * tf.ones_like(pred), [1, -1])
+
+        def count(mask: Any) -> Any:
+            return tf.reduce_sum(tf.cast(mask, tf.float32) * w, axis=1)
+
+        return {
+            "tp": count(tf.logical_and(lab_pos, pos)),
+            "fn": count(tf.logical_and(lab_pos, tf.logical_not(pos))),
+            "tn": count(tf.logical_and(tf.logical_not(lab_pos), tf.logical_not(pos))),
+            "fp": count(tf.logical_and(tf.logical_not(lab_pos), pos)),
+        }
+
+    def result(tp: Any, fn: Any, tn: Any, fp: Any) -> Any:
+        epsilon = 1.0e-6
+        if curve == "PR" and summation_method == "careful_interpolation":
+            dtp = tp[: n - 1] - tp[1:]
+            p = tp + fp
+            slope = tf.math.divide_no_nan(dtp, tf.maximum(p[: n - 1] - p[1:], 0))
+            intercept = tp[1:] - slope * p[1:]
+            ratio = tf.where(
+                tf.logical_and(p[: n - 1] > 0, p[1:] > 0),
+                tf.math.divide_no_nan(p[: n - 1], tf.maximum(p[1:], 0)),
+                tf.ones_like(p[1:]),
+            )
+            return tf.reduce_sum(
+                tf.math.divide_no_nan(
+                    slope * (dtp + intercept * tf.math.log(ratio)),
+                    tf.maximum(tp[1:] + fn[1:], 0),
+                )
+            )
+        rec = tf.math.divide(tp + epsilon, tp + fn + epsilon)
+        if curve == "ROC":
+            x, y = tf.math.divide(fp, fp + tn + epsilon), rec
+        else:
+            x, y = rec, tf.math.divide(tp + epsilon, tp + fp + epsilon)
+        dx = x[: n - 1] - x[1:]
+        if summation_method in ("trapezoidal", "careful_interpolation"):
+            return tf.reduce_sum(dx * ((y[: n - 1] + y[1:]) / 2.0))
+        if summation_method == "minoring":
+            return tf.reduce_sum(dx * tf.minimum(y[: n - 1], y[1:]))
+        return tf.reduce_sum(dx * tf.maximum(y[: n - 1], y[1:]))
+
+    shapes = {c: [n] for c in ("tp", "fn", "tn", "fp")}
+    return _metric("auc", shapes, result, inc)
