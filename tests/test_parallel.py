@@ -28,11 +28,11 @@ def build_mixed_tree(root: Path, copies: int = 3) -> Path:
     inert = root / "inert"
     inert.mkdir()
     for n in range(40):
-        (inert / f"io{n}.py").write_text(f"def output_{n}(x):\n    return x  # an output\n")
-    (inert / "broken.py").write_text("def output(:\n    pass\n")
-    (inert / "py2.py").write_text('# output\nprint "x"\n')
-    (inert / "no_newline.py").write_text("output = 1\n    ")
-    (inert / "suppressed.py").write_text("output = 1  # est2tpu: ignore[TPU001]\n")
+        (inert / f"io{n}.py").write_text(f"def model_fn_{n}(x):\n    return x  # a model_fn\n")
+    (inert / "broken.py").write_text("def model_fn(:\n    pass\n")
+    (inert / "py2.py").write_text('# model_fn\nprint "x"\n')
+    (inert / "no_newline.py").write_text("model_fn = 1\n    ")
+    (inert / "suppressed.py").write_text("model_fn = 1  # est2tpu: ignore[TPU001]\n")
     (inert / "aliased.py").write_text(
         "from tensorflow import (estimator as\n    est)\nrc = est.RunConfig()\n"
     )
