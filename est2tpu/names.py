@@ -169,6 +169,10 @@ class ImportTable:
         """Does `text` spell any of these canonical names through this module's imports?"""
         return any(s in text for c in canonicals for s in self.spellings(c))
 
+    def may_call(self, text: str, *canonicals: str) -> bool:
+        """Does `text` spell a call of any of these canonical names (`name(`)?"""
+        return any(f"{s}(" in text for c in canonicals for s in self.spellings(c))
+
 
 def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     collector = _ImportCollector()

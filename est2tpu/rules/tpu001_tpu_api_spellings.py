@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
@@ -27,10 +25,6 @@ COMPAT_TPU = frozenset(
         "cross_replica_sum",
     }
 )
-_OLD_SPELLING = re.compile(
-    r"\.contrib\.(tpu|cluster_resolver)\b|contrib import (tpu|cluster_resolver)\b"
-    r"|estimator\.tpu\b|estimator import tpu\b"
-)
 OLD_ROOTS = (
     "tensorflow.contrib.tpu.",
     "tensorflow.estimator.tpu.",
@@ -46,7 +40,12 @@ class TpuApiSpellings(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return _OLD_SPELLING.search(state.original) is not None
+        return any(
+            target.startswith(OLD_ROOTS) or target in RESOLVERS
+            for target in state.imports.bindings.values()
+        ) or state.imports.may_use(
+            state.original, "contrib.tpu", "estimator.tpu", "contrib.cluster_resolver"
+        )
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False

@@ -12,7 +12,7 @@ class ExportSavedModel(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return "export_savedmodel" in state.original
+        return ".export_savedmodel(" in state.original
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = updated_node.func

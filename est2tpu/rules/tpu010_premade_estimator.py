@@ -13,7 +13,8 @@ class PremadeEstimator(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return state.imports.may_use(state.original, *(f"estimator.{n}" for n in PREMADE))
+        # The index saw the calls themselves (not mentions in docstrings).
+        return any(key[0] == state.path and plan.premade for key, plan in state.index.ctors.items())
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.tf_name(original_node.func) or ""

@@ -15,7 +15,8 @@ class KerasModelToEstimator(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return state.imports.may_use(state.original, *KERAS_TO_ESTIMATOR)
+        # The index saw the calls themselves (not mentions in docstrings).
+        return any(key[0] == state.path and plan.keras for key, plan in state.index.ctors.items())
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) not in KERAS_TO_ESTIMATOR:
