@@ -94,9 +94,14 @@ _SYMBOLS_PROBE = textwrap.dedent(
                 if p not in mine:
                     problems.append(f"{new_name} lacks TF1 parameter {p!r}")
     for old in DATA["facade_names"]:
-        try:
-            resolve(tf, old)
-        except AttributeError:
+        # `estimator.inputs.*` exists only in the v1 API (tf.compat.v1.estimator.inputs).
+        for root in (tf, tf.compat.v1):
+            try:
+                resolve(root, old)
+                break
+            except AttributeError:
+                pass
+        else:
             problems.append(f"tf.{old} does not exist")
     print(json.dumps({"version": tf.__version__, "problems": problems}))
     """

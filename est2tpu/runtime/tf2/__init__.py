@@ -39,9 +39,9 @@ def _tf_keras_installed() -> bool:
 if "TF_USE_LEGACY_KERAS" not in os.environ and _tf_keras_installed():
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
-from est2tpu.runtime.tf2 import export, inputs, layers, losses, metrics, train  # noqa: E402
-from est2tpu.runtime.tf2._core import GraphKeys, ModeKeys, get_collection  # noqa: E402
-from est2tpu.runtime.tf2._estimator import (  # noqa: E402
+from est2tpu.runtime.tf2 import export, inputs, layers, losses, metrics, train
+from est2tpu.runtime.tf2._core import GraphKeys, ModeKeys, get_collection
+from est2tpu.runtime.tf2._estimator import (
     Estimator,
     EstimatorSpec,
     EvalSpec,
@@ -51,8 +51,8 @@ from est2tpu.runtime.tf2._estimator import (  # noqa: E402
     TrainSpec,
     train_and_evaluate,
 )
-from est2tpu.runtime.tf2._keras_estimator import KerasEstimator, model_to_estimator  # noqa: E402
-from est2tpu.runtime.tf2._strategy import (  # noqa: E402
+from est2tpu.runtime.tf2._keras_estimator import KerasEstimator, model_to_estimator
+from est2tpu.runtime.tf2._strategy import (
     configure_cpu_replicas,
     cpu_replicas,
     resolve_strategy,

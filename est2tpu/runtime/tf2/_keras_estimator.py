@@ -43,9 +43,7 @@ def _clone_compile_arg(value: Any) -> Any:
     k = keras()
 
     def clone(item: Any) -> Any:
-        if isinstance(item, k.metrics.Metric):
-            return k.metrics.clone_metric(item)
-        if isinstance(item, k.losses.Loss):
+        if isinstance(item, (k.metrics.Metric, k.losses.Loss)):
             return type(item).from_config(item.get_config())
         return item
 

@@ -40,7 +40,7 @@ def _check_shuffle(shuffle: Any) -> None:
 def _rows(structure: Any) -> int:
     import tensorflow as tf
 
-    return int(len(tf.nest.flatten(structure)[0]))
+    return len(tf.nest.flatten(structure)[0])
 
 
 def _dataset(
@@ -145,8 +145,6 @@ def pandas_input_fn(
             labels: Any = {name: y[name].values for name in y.columns}
         else:
             labels = y.values
-        return _dataset(
-            (features, labels), batch_size, num_epochs, bool(shuffle), queue_capacity
-        )
+        return _dataset((features, labels), batch_size, num_epochs, bool(shuffle), queue_capacity)
 
     return input_fn
