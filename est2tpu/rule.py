@@ -218,9 +218,13 @@ class Rule(ContextAwareTransformer):
         return self.state.use_runtime or name in NO_RUNTIME_HELPERS
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        needed = set(self.state.helpers_needed)
-        for name in list(needed):
-            needed |= set(NO_RUNTIME_HELPERS[name][0])
+        needed: set[str] = set()
+        todo = list(self.state.helpers_needed)
+        while todo:  # the helpers the needed ones call, transitively
+            name = todo.pop()
+            if name not in needed:
+                needed.add(name)
+                todo.extend(NO_RUNTIME_HELPERS[name][0])
         defined = {
             stmt.name.value for stmt in updated_node.body if isinstance(stmt, cst.FunctionDef)
         }
@@ -277,13 +281,20 @@ NO_RUNTIME_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     return _est2tpu_cluster_resolver() is not None
 """,
     ),
+    "iterations_per_loop": (
+        ("use_tpu",),
+        """def _est2tpu_iterations_per_loop(n):
+    \"\"\"n on a TPU; 1 elsewhere, where TPUEstimator would otherwise log after every step.\"\"\"
+    return n if _est2tpu_use_tpu() else 1
+""",
+    ),
     "run_config": (
-        ("cluster_resolver",),
+        ("cluster_resolver", "iterations_per_loop"),
         """def _est2tpu_run_config():
     return {TPU}.RunConfig(
         cluster=_est2tpu_cluster_resolver(),
         tpu_config={TPU}.TPUConfig(
-            iterations_per_loop=100,
+            iterations_per_loop=_est2tpu_iterations_per_loop(100),
             per_host_input_for_training={TPU}.InputPipelineConfig.PER_HOST_V2,
         ),
     )

@@ -143,6 +143,10 @@ _TF_PROBE = textwrap.dedent(
     report["by_secs"] = [by_secs.save_checkpoints_secs, by_secs.save_checkpoints_steps]
     default = runtime.ensure_tpu_run_config(tf.estimator.RunConfig())
     report["default_ckpt"] = [default.save_checkpoints_secs, default.save_checkpoints_steps]
+    # Off TPU: one step per session.run, so 1 (else TPUEstimator logs after every step).
+    report["loops_off_tpu"] = [runtime.iterations_per_loop(), runtime.iterations_per_loop(50),
+                               runtime.run_config().tpu_config.iterations_per_loop,
+                               default.tpu_config.iterations_per_loop]
     try:
         runtime.ensure_tpu_run_config({"model_dir": "x"})
         report["bad_type"] = "no error"
@@ -201,6 +205,11 @@ def test_run_config_is_a_tpu_run_config_without_cluster_on_cpu(tf_report: dict[s
         "per_host_v2": True,
         "cluster": "None",
     }
+
+
+@pytest.mark.tf
+def test_iterations_per_loop_is_one_off_tpu(tf_report: dict[str, Any]) -> None:
+    assert tf_report["loops_off_tpu"] == [1, 1, 1, 1]
 
 
 @pytest.mark.tf

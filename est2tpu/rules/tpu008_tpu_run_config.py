@@ -29,7 +29,11 @@ class TpuRunConfig(Rule):
             self.tf("compat.v1.estimator.tpu.TPUConfig"),
             [
                 cst.Arg(
-                    cst.Integer(str(DEFAULT_ITERATIONS_PER_LOOP)),
+                    # 100 on a TPU, 1 elsewhere (see est2tpu.runtime.iterations_per_loop).
+                    cst.Call(
+                        self.runtime("iterations_per_loop"),
+                        [cst.Arg(cst.Integer(str(DEFAULT_ITERATIONS_PER_LOOP)))],
+                    ),
                     keyword=cst.Name("iterations_per_loop"),
                     equal=_eq(),
                 ),
