@@ -6,8 +6,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from est2tpu.names import dotted
-
 
 def kwarg(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
@@ -210,10 +208,6 @@ def free_names(node: cst.CSTNode) -> list[cst.Name]:
 
     node.visit(V())
     return found
-
-
-def is_name(node: cst.BaseExpression, name: str) -> bool:
-    return dotted(node) == name
 
 
 def _continuation(depth: int) -> cst.ParenthesizedWhitespace:

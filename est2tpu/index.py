@@ -26,7 +26,6 @@ KERAS_TO_ESTIMATOR = frozenset({"keras.estimator.model_to_estimator"})
 NUMPY_INPUTS = {"estimator.inputs.numpy_input_fn": 2, "estimator.inputs.pandas_input_fn": 2}
 DEFAULT_NUMPY_BATCH = "128"
 SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
-PREMADE_SUFFIXES = ("Classifier", "Regressor", "Estimator")
 PREMADE = [
     "BaselineClassifier",
     "BaselineEstimator",
@@ -96,7 +95,6 @@ class CtorPlan:
     tpu: bool = False  # already a TPUEstimator
     batch_sizes: dict[Mode, list[BatchSize]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    exports: bool = False
     model_fn_reads_batch_size: bool = False
     keras: bool = False  # built by model_to_estimator from a compiled Keras model
     premade: bool = False  # DNNClassifier & co.: stays an Estimator (TPU010 reports it)
@@ -629,14 +627,6 @@ class _UseCollector(_Scoped):
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value))
-        if isinstance(func, cst.Attribute) and func.attr.value in (
-            "export_saved_model",
-            "export_savedmodel",
-        ):
-            receiver = dotted(func.value)
-            ctor = self.lookup(self.estimators, receiver) if receiver else None  # type: ignore[arg-type]
-            if ctor is not None:
-                self.ix.index.ctors.setdefault(ctor, CtorPlan()).exports = True  # type: ignore[arg-type]
 
     # -- one use of an input function --------------------------------------------------
 

@@ -20,14 +20,6 @@ from est2tpu.rule import FileState, Rule
 
 SPECS = frozenset({"estimator.EstimatorSpec"})
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
-SCALAR_CALLS = (
-    "losses.",
-    "compat.v1.losses.",
-    "reduce_mean",
-    "reduce_sum",
-    "math.reduce_mean",
-    "math.reduce_sum",
-)
 
 
 class Refusal(Exception):
