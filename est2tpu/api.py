@@ -15,7 +15,7 @@ import libcst as cst
 
 from est2tpu import catalogue, suppressions
 from est2tpu.cache import Cache, digest, index_digest, restore_result, store_result
-from est2tpu.engine import may_match, parse, select_rules, transform, verify
+from est2tpu.engine import is_selected, may_match, parse, select_rules, transform, verify
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.index import USE_NAMES, Indexer, ProjectIndex, SourceModule, module_names
 from est2tpu.names import ImportTable
@@ -692,8 +692,7 @@ def _run(
 
     def enabled(rule_id: str) -> bool:
         if rule_id == suppressions.UNUSED_ID:
-            chosen = select is None or any(rule_id.startswith(p.upper()) for p in select)
-            return chosen and not any(rule_id.startswith(p.upper()) for p in ignore)
+            return is_selected(rule_id, select, ignore)
         return any(r.startswith(rule_id) for r in ran)
 
     # The engine reports everything; suppression comments are honoured here.

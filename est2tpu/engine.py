@@ -41,24 +41,26 @@ def may_match(data: bytes) -> bool:
     return any(token in data for token in PREFILTER_TOKENS)
 
 
+def is_selected(
+    rule_id: str, select: Collection[str] | None = None, ignore: Collection[str] = ()
+) -> bool:
+    """Does `--select`/`--ignore` (IDs or ID prefixes, any case) let this rule ID through?"""
+
+    def matches(patterns: Collection[str]) -> bool:
+        return any(rule_id.startswith(p.upper()) for p in patterns)
+
+    return (select is None or matches(select)) and not matches(ignore)
+
+
 def select_rules(
     target: Target, select: Collection[str] | None = None, ignore: Collection[str] = ()
 ) -> list[type[Rule]]:
     """The rules that run for a target, honouring select/ignore (ID prefixes allowed)."""
-
-    def matches(rule_id: str, patterns: Collection[str]) -> bool:
-        return any(rule_id.startswith(p.upper()) for p in patterns)
-
-    chosen = []
-    for cls in rule_classes():
-        if target not in cls.TARGETS:
-            continue
-        if select is not None and not matches(cls.ID, select):
-            continue
-        if matches(cls.ID, ignore):
-            continue
-        chosen.append(cls)
-    return chosen
+    return [
+        cls
+        for cls in rule_classes()
+        if target in cls.TARGETS and is_selected(cls.ID, select, ignore)
+    ]
 
 
 def parse(text: str) -> cst.Module:
