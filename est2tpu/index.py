@@ -96,6 +96,7 @@ class CtorPlan:
     batch_sizes: dict[Mode, list[BatchSize]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     model_fn_reads_batch_size: bool = False
+    config_is_run_config: bool = False  # its `config` is visibly a RunConfig(...)
     keras: bool = False  # built by model_to_estimator from a compiled Keras model
     premade: bool = False  # DNNClassifier & co.: stays an Estimator (TPU010 reports it)
 
@@ -537,7 +538,7 @@ class _UseCollector(_Scoped):
                     "export); rename them and their readers by hand"
                 )
         config = call_arg(node, "config", 2)
-        if config is not None and not self.ix.use_runtime and not self.is_run_config(config.value):
+        if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
             return (
                 "the config's type cannot be seen here and --no-runtime forbids "
                 "tpu_runtime.ensure_tpu_run_config; pass a tf.compat.v1.estimator.tpu.RunConfig "
@@ -589,6 +590,8 @@ class _UseCollector(_Scoped):
             plan.model_fn = fn_key
             if fn_key is not None:
                 plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
+            config = call_arg(node, "config", 2)
+            plan.config_is_run_config = config is not None and self.is_run_config(config.value)
             if not plan.tpu:
                 plan.refusal = self.ctor_refusal(node, plan)
                 plan.convert = plan.refusal is None

@@ -8,7 +8,6 @@ from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
 from est2tpu.index import Mode, node_code, resolved_batch_sizes
 from est2tpu.rule import FileState, Rule
 
-RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
 # Positional parameters of Estimator; TPUEstimator shares the first four.
 ESTIMATOR_POSITIONAL = ("model_fn", "model_dir", "config", "params", "warm_start_from")
 _UNKNOWN = "Estimator left as it is: it was not seen when the project was indexed"
@@ -21,16 +20,6 @@ class TpuEstimator(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return any(key[0] == state.path for key in state.index.ctors)
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.run_config_vars: set[str] = set()
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Call) and self.tf_name(node.value.func) in RUN_CONFIGS:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    self.run_config_vars.add(t.target.value)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.Estimator":
@@ -67,7 +56,7 @@ class TpuEstimator(Rule):
         config = kwarg(call, "config") or _positional(call, 2)
         if config is None:
             call = with_kwarg(call, "config", cst.Call(self.runtime("run_config")))
-        elif not self._is_run_config(config.value):
+        elif not plan.config_is_run_config:
             call = call.with_changes(
                 args=[
                     a.with_changes(
@@ -86,15 +75,6 @@ class TpuEstimator(Rule):
             call = explode(call, self.call_depth())
         self.record(original_node, "Estimator -> TPUEstimator")
         return call
-
-    def _is_run_config(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Call):
-            return self.tf_name(expr.func) in RUN_CONFIGS or (
-                isinstance(expr.func, cst.Attribute)
-                and expr.func.attr.value == "replace"
-                and self._is_run_config(expr.func.value)
-            )
-        return isinstance(expr, cst.Name) and expr.value in self.run_config_vars
 
 
 def _positional(call: cst.Call, index: int) -> cst.Arg | None:
