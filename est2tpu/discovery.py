@@ -6,7 +6,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["DEFAULT_EXCLUDED_DIRS", "IgnorePattern", "discover", "parse_ignore_lines"]
@@ -46,6 +46,10 @@ class IgnorePattern:
     regex: re.Pattern[str]
     negate: bool
     dir_only: bool
+    prefix: str = field(init=False, repr=False, compare=False)  # str(base) + separator
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prefix", os.path.join(str(self.base), ""))
 
     def matches(self, rel: str, is_dir: bool) -> bool:
         """Whether the posix path ``rel`` (relative to ``base``) matches this line."""
@@ -144,14 +148,19 @@ def _read_ignore_file(path: Path, base: Path) -> list[IgnorePattern]:
     return parse_ignore_lines(text.splitlines(), base)
 
 
-def _is_ignored(path: Path, is_dir: bool, patterns: Sequence[IgnorePattern]) -> bool:
-    """Last matching pattern wins; patterns are ordered outermost file first."""
+def _is_ignored(path: Path | str, is_dir: bool, patterns: Sequence[IgnorePattern]) -> bool:
+    """Last matching pattern wins; patterns are ordered outermost file first.
+
+    ``path`` is absolute and normalised (the walk builds it by joining names).
+    """
     ignored = False
+    path = str(path)
     for pat in patterns:
-        try:
-            rel = path.relative_to(pat.base).as_posix()
-        except ValueError:
+        if not path.startswith(pat.prefix):
             continue
+        rel = path[len(pat.prefix) :]
+        if os.sep != "/":  # pragma: no cover - not POSIX
+            rel = rel.replace(os.sep, "/")
         if pat.matches(rel, is_dir):
             ignored = not pat.negate
     return ignored
@@ -197,87 +206,97 @@ def _not_regular(path: Path | str) -> str | None:
     return f"not a regular file ({kind})"
 
 
-def _is_venv(path: Path) -> bool:
-    return (path / "pyvenv.cfg").is_file()
+def _is_venv(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
 @dataclass
 class _Walk:
     """State of one walk under one root given on the command line.
 
-    The walk works on absolute (not resolved) paths so that .gitignore files above the
-    current directory apply; results are yielded in the user's own spelling.
+    The walk works on absolute (not resolved) path strings so that .gitignore files above
+    the current directory apply; results are yielded in the user's own spelling. It never
+    enters a symlinked directory, so a regular file's real path is the real root joined
+    with its path below the root (no `realpath` per file).
     """
 
     given: Path  # as the user spelled it
-    root: Path  # absolute, symlinks not resolved
+    root: str  # absolute, symlinks not resolved
     real_root: str
     excludes: list[IgnorePattern]
     cwd_excludes: list[IgnorePattern]
-    found: list[Path | tuple[Path, str]]
-    links: list[tuple[Path, str]]  # symlinked files inside the tree: (link, real target)
+    # (path below the root, split at separators, for sorting; what to yield; real path)
+    found: list[tuple[list[str], Path | tuple[Path, str], str | None]]
+    links: list[tuple[list[str], Path, str]]  # symlinked files inside the tree: target
 
-    def spelled(self, path: Path) -> Path:
-        return self.given / path.relative_to(self.root)
+    def spelled(self, rel: str) -> Path:
+        return self.given / rel if rel else self.given
 
-    def excluded(self, path: Path, is_dir: bool) -> bool:
+    def excluded(self, path: str, is_dir: bool) -> bool:
         return _is_ignored(path, is_dir, self.excludes) or _is_ignored(
             path, is_dir, self.cwd_excludes
         )
 
-    def walk(self, directory: Path, patterns: list[IgnorePattern]) -> None:
-        own = directory / ".gitignore"
-        if own.is_file():
-            patterns = patterns + _read_ignore_file(own, directory)
+    def add(self, rel: str, item: Path | tuple[Path, str], real: str | None) -> None:
+        self.found.append((rel.split(os.sep), item, real))
+
+    def walk(self, directory: str, rel_dir: str, patterns: list[IgnorePattern]) -> None:
+        own = os.path.join(directory, ".gitignore")
+        if os.path.isfile(own):
+            patterns = patterns + _read_ignore_file(Path(own), Path(directory))
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             reason = f"cannot read directory: {exc.strerror or exc}"
-            self.found.append((self.spelled(directory), reason))
+            self.add(rel_dir, (self.spelled(rel_dir), reason), None)
             return
         for entry in entries:
-            path = directory / entry.name
+            path = os.path.join(directory, entry.name)
+            rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError as exc:
-                self.found.append((self.spelled(path), f"cannot stat: {exc.strerror or exc}"))
+                reason = f"cannot stat: {exc.strerror or exc}"
+                self.add(rel, (self.spelled(rel), reason), None)
                 continue
             if is_dir:
                 if entry.name in DEFAULT_EXCLUDED_DIRS or _is_venv(path):
                     continue
                 if _is_ignored(path, True, patterns) or self.excluded(path, True):
                     continue
-                self.walk(path, patterns)
+                self.walk(path, rel, patterns)
                 continue
             if not entry.name.endswith(SUFFIXES):
                 continue
             if _is_ignored(path, False, patterns) or self.excluded(path, False):
                 continue
             if is_link:
-                self._link(path)
+                self._link(path, rel)
+            elif entry.is_file(follow_symlinks=False):  # a regular file (no stat needed)
+                self.add(rel, self.spelled(rel), os.path.join(self.real_root, rel))
             elif (odd := _not_regular(path)) is not None:
-                self.found.append((self.spelled(path), odd))
-            else:
-                self.found.append(self.spelled(path))
+                self.add(rel, (self.spelled(rel), odd), None)
+            else:  # pragma: no cover - d_type said "not a file" but stat says it is
+                self.add(rel, self.spelled(rel), os.path.join(self.real_root, rel))
 
-    def _link(self, path: Path) -> None:
+    def _link(self, path: str, rel: str) -> None:
         # Symlinked directories are never entered (their contents inside the tree are found
         # through their real path; outside it they are none of our business), so only
         # symlinked files get here.
         target = os.path.realpath(path)
         if not os.path.exists(target):
-            self.found.append((self.spelled(path), "broken symlink"))
+            self.add(rel, (self.spelled(rel), "broken symlink"), None)
         elif os.path.isdir(target):
             return
         elif not _is_within(target, self.real_root):
             reason = f"symlink points outside the tree ({target})"
-            self.found.append((self.spelled(path), reason))
+            self.add(rel, (self.spelled(rel), reason), None)
         elif (odd := _not_regular(target)) is not None:
-            self.found.append((self.spelled(path), odd))
+            self.add(rel, (self.spelled(rel), odd), None)
         else:
-            self.links.append((self.spelled(path), target))
+            self.links.append((rel.split(os.sep), self.spelled(rel), target))
 
 
 def discover(
@@ -313,29 +332,28 @@ def discover(
                 seen.add(real)
                 yield given
             continue
-        root = given.absolute()
+        root = str(given.absolute())
         walk = _Walk(
             given=given,
             root=root,
             real_root=os.path.realpath(given),
-            excludes=parse_ignore_lines(exclude, root),
+            excludes=parse_ignore_lines(exclude, Path(root)),
             cwd_excludes=cwd_excludes,
             found=[],
             links=[],
         )
-        walk.walk(root, _inherited_patterns(root))
+        walk.walk(root, "", _inherited_patterns(Path(root)))
         yield from _merge(walk, seen)
 
 
 def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
     """Yield a walk's results in path order; a link is kept only if its target is not."""
-    regular = {os.path.realpath(p) for p in walk.found if isinstance(p, Path)}
-    items: list[Path | tuple[Path, str]] = list(walk.found)
-    items += [link for link, target in walk.links if target not in regular]
-    items.sort(key=lambda item: (item if isinstance(item, Path) else item[0]).parts)
-    for item in items:
-        if isinstance(item, Path):
-            real = os.path.realpath(item)
+    regular = {real for _, item, real in walk.found if real is not None}
+    items = list(walk.found)
+    items += [(parts, link, target) for parts, link, target in walk.links if target not in regular]
+    items.sort(key=lambda entry: entry[0])
+    for _, item, real in items:
+        if real is not None:
             if real in seen:
                 continue
             seen.add(real)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 import tokenize
-from collections import Counter
 from dataclasses import dataclass
 
 from est2tpu.ftypes import MigrationError
@@ -34,24 +34,25 @@ def detect_newline(text: str) -> str:
 
     Ties go to the ending that appears first, so a file's first line decides a 50/50 split.
     """
-    counts: Counter[str] = Counter()
+    crlf = text.count("\r\n")
+    counts = {"\r\n": crlf, "\r": text.count("\r") - crlf, "\n": text.count("\n") - crlf}
     first_seen: dict[str, int] = {}
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\r":
-            ending = "\r\n" if i + 1 < n and text[i + 1] == "\n" else "\r"
-        elif c == "\n":
-            ending = "\n"
-        else:
-            i += 1
-            continue
-        counts[ending] += 1
-        first_seen.setdefault(ending, i)
-        i += len(ending)
-    if not counts:
+    for ending, pattern in _LONE.items():
+        if counts[ending]:
+            match = pattern.search(text)
+            assert match is not None
+            first_seen[ending] = match.start()
+    if not first_seen:
         return "\n"
-    return max(counts, key=lambda e: (counts[e], -first_seen[e]))
+    return max(first_seen, key=lambda e: (counts[e], -first_seen[e]))
+
+
+# Each line ending on its own: "\r" not followed by "\n", "\n" not preceded by "\r".
+_LONE = {
+    "\r\n": re.compile("\r\n"),
+    "\r": re.compile("\r(?!\n)"),
+    "\n": re.compile("(?<!\r)\n"),
+}
 
 
 def decode(data: bytes) -> Decoded:
