@@ -51,6 +51,11 @@ def original_run(
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize a ``project_name`` argument over every end-to-end project."""
+    """Parametrize ``project_name`` over every end-to-end project, ``tpu_project_name`` over
+    those the tpu-estimator target migrates."""
+    projects = load_harness().PROJECTS
     if "project_name" in metafunc.fixturenames:
-        metafunc.parametrize("project_name", sorted(load_harness().PROJECTS))
+        metafunc.parametrize("project_name", sorted(projects))
+    if "tpu_project_name" in metafunc.fixturenames:
+        names = sorted(name for name, p in projects.items() if not p.tf2_only)
+        metafunc.parametrize("tpu_project_name", names)

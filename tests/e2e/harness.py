@@ -59,6 +59,9 @@ class Project:
 
     name: str
     entry: tuple[str, ...]
+    # Premade estimators have no TPUEstimator form (TPU010): such a project is migrated with
+    # `--target tf2` only (tests/tf2/test_tf2_e2e.py).
+    tf2_only: bool = False
 
     @property
     def path(self) -> Path:
@@ -75,6 +78,7 @@ PROJECTS: dict[str, Project] = {
         Project("keras_model_to_estimator", ("train.py",)),
         Project("train_and_evaluate_exporter", ("trainer.py",)),
         Project("numpy_input", ("train.py",)),
+        Project("premade_dnn_classifier", ("train.py",), tf2_only=True),
     )
 }
 

@@ -64,9 +64,9 @@ def migrated(tmp_path_factory: pytest.TempPathFactory, harness: ModuleType) -> C
 
 
 def test_migration_is_complete_and_idempotent(
-    project_name: str, migrated: Callable[[str], Path]
+    tpu_project_name: str, migrated: Callable[[str], Path]
 ) -> None:
-    root = migrated(project_name)
+    root = migrated(tpu_project_name)
     text = "".join(p.read_text() for p in sorted(root.rglob("*.py")))
     assert not re.search(r"\bEstimator\(", text.replace("TPUEstimator(", ""))
     assert not re.search(r"\bEstimatorSpec\(", text.replace("TPUEstimatorSpec(", ""))
@@ -80,16 +80,16 @@ def test_migration_is_complete_and_idempotent(
 
 @pytest.mark.tf
 def test_migrated_project_trains_identically(
-    project_name: str,
+    tpu_project_name: str,
     harness: ModuleType,
     original_run: Callable[[str], Any],
     migrated: Callable[[str], Path],
     tmp_path: Path,
 ) -> None:
-    original = original_run(project_name)
-    project = harness.PROJECTS[project_name]
+    original = original_run(tpu_project_name)
+    project = harness.PROJECTS[tpu_project_name]
     copy = tmp_path / "project"
-    shutil.copytree(migrated(project_name), copy)
+    shutil.copytree(migrated(tpu_project_name), copy)
     result = harness.run_project(copy, project.entry, tmp_path / "run")
     # Plain Estimator and TPUEstimator(use_tpu=False) are bit-identical when the migration
     # is right: equal, not close.

@@ -39,7 +39,7 @@ def _tf_keras_installed() -> bool:
 if "TF_USE_LEGACY_KERAS" not in os.environ and _tf_keras_installed():
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
-from est2tpu.runtime.tf2 import export, inputs, layers, losses, metrics, train
+from est2tpu.runtime.tf2 import export, inputs, layers, losses, metrics, premade, train
 from est2tpu.runtime.tf2._core import GraphKeys, ModeKeys, get_collection
 from est2tpu.runtime.tf2._estimator import (
     Estimator,
@@ -58,6 +58,12 @@ from est2tpu.runtime.tf2._strategy import (
     resolve_strategy,
     strategy,
 )
+from est2tpu.runtime.tf2.premade import (
+    DNNClassifier,
+    DNNRegressor,
+    LinearClassifier,
+    LinearRegressor,
+)
 
 if cpu_replicas() > 1:
     # The test stand-in for an N-core TPU must split the CPU before TensorFlow runs anything,
@@ -66,6 +72,8 @@ if cpu_replicas() > 1:
     configure_cpu_replicas()
 
 __all__ = [
+    "DNNClassifier",
+    "DNNRegressor",
     "Estimator",
     "EstimatorSpec",
     "EvalSpec",
@@ -73,6 +81,8 @@ __all__ = [
     "GraphKeys",
     "KerasEstimator",
     "LatestExporter",
+    "LinearClassifier",
+    "LinearRegressor",
     "ModeKeys",
     "RunConfig",
     "TrainSpec",
@@ -83,6 +93,7 @@ __all__ = [
     "losses",
     "metrics",
     "model_to_estimator",
+    "premade",
     "resolve_strategy",
     "strategy",
     "train",
