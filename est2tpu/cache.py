@@ -54,24 +54,26 @@ def tool_fingerprint() -> str:
 
     A developer who edits a rule gets fresh results without thinking of the cache.
     """
-    import libcst
-
     import est2tpu
 
     root = Path(est2tpu.__file__).resolve().parent
-    parts: list[bytes | str] = [str(FORMAT), est2tpu.__version__, _libcst_version(libcst)]
+    parts: list[bytes | str] = [str(FORMAT), est2tpu.__version__, _libcst_version()]
     for path in sorted(root.rglob("*.py")):
         parts += [path.relative_to(root).as_posix(), path.read_bytes()]
     return digest(*parts)
 
 
-def _libcst_version(module: Any) -> str:
+def _libcst_version() -> str:
+    """LibCST's version without importing it (a warm run never needs the parser)."""
     try:
         from importlib.metadata import version
 
         return version("libcst")
     except Exception:  # noqa: BLE001 - any failure only makes the key more specific
-        return str(getattr(module, "_version", "?"))
+        import importlib.util
+
+        spec = importlib.util.find_spec("libcst")
+        return str(spec.origin if spec is not None else "?")
 
 
 def _canon(obj: Any) -> Any:

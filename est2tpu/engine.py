@@ -14,6 +14,7 @@ from est2tpu.index import ProjectIndex
 from est2tpu.names import ImportTable
 from est2tpu.registry import rule_classes
 from est2tpu.rule import FileState, Rule
+from est2tpu.scan import PREFILTER_TOKENS, may_match  # noqa: F401 - re-exported
 
 MAX_PASSES = 4
 
@@ -23,22 +24,6 @@ MAX_PASSES = 4
 # 5,000-term `a+a+...` takes 11 s). Real code stays far below: the deepest module in a
 # 2,500-file virtualenv is a generated data table at 87.
 MAX_NESTING = 100
-
-# Bytes any rule can react to. A file without one of them is never parsed. (Not b"tpu":
-# it matches every "output"; the old TPU spellings all say "contrib" or "estimator".)
-PREFILTER_TOKENS = (
-    b"stimator",
-    b"contrib",
-    b"RunConfig",
-    b"export_savedmodel",
-    b"input_fn",
-    b"model_fn",
-)
-
-
-def may_match(data: bytes) -> bool:
-    """The byte pre-filter."""
-    return any(token in data for token in PREFILTER_TOKENS)
 
 
 def is_selected(

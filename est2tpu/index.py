@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
 
 import libcst as cst
 
@@ -216,19 +215,6 @@ _CODEGEN = cst.Module([])
 def node_code(node: cst.CSTNode) -> str:
     """Source text of a node, independent of the module it sits in (a stable key)."""
     return _CODEGEN.code_for_node(node)
-
-
-def module_names(path: PurePath, root: PurePath | None) -> list[str]:
-    """Every dotted name a file may be imported as: `model`, `trainer.model`, ..."""
-    parts = list(path.with_suffix("").parts)
-    if root is not None:
-        try:
-            parts = list(path.with_suffix("").relative_to(root).parts)
-        except ValueError:
-            pass
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
 
 
 class _Scoped(cst.CSTVisitor):

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 
-from est2tpu.engine import parse
 from est2tpu.ftypes import Edit, Finding, MigrationError, Position
 
 __all__ = ["Notebook", "cell_of", "load"]
@@ -330,6 +329,8 @@ def load(data: bytes) -> Notebook:
         and re.search(r"\\u[0-9a-fA-F]{4}", raw) is not None,
         python=str(language).lower() == "python",
     )
+    from est2tpu.engine import parse  # LibCST loads only when a notebook is read
+
     line = 1
     for index, cell in enumerate(obj["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from est2tpu import api
+from est2tpu import api, pipeline
 from est2tpu.cache import Cache
 from est2tpu.cli import app
 from est2tpu.ftypes import FileResult, Target
@@ -49,12 +51,12 @@ def test_warm_run_parses_nothing_and_gives_the_same_results(
     def no_parse(text: str) -> None:
         raise AssertionError("a warm run parsed a file")
 
-    monkeypatch.setattr(api, "parse", no_parse)
+    monkeypatch.setattr(pipeline, "parse", no_parse)
     warm, cache = run(project, tmp_path / "c")
     assert cache.misses == 0 and cache.hits > 0
     assert facts(warm) == facts(cold)
     monkeypatch.undo()
-    assert facts(warm) == facts(list(api._migrate_all_parsed([project])))
+    assert facts(warm) == facts(list(pipeline._migrate_all_parsed([project])))
 
 
 def test_an_edit_in_another_module_invalidates_this_one(project: Path, tmp_path: Path) -> None:
@@ -64,7 +66,7 @@ def test_an_edit_in_another_module_invalidates_this_one(project: Path, tmp_path:
     task = next(project.rglob("task.py"))
     task.write_text(task.read_text().replace("Estimator(", "NotAnEstimator("))
     warm, _ = run(project, tmp_path / "c")
-    assert facts(warm) == facts(list(api._migrate_all_parsed([project])))
+    assert facts(warm) == facts(list(pipeline._migrate_all_parsed([project])))
 
 
 @pytest.mark.parametrize(
@@ -82,7 +84,7 @@ def test_settings_are_part_of_the_key(
     # `run` keys the cache by its settings too; the per-file keys must not mix them up.
     run(project, tmp_path / "c")
     results, _ = run(project, tmp_path / "c", **kwargs)
-    assert facts(results) == facts(list(api._migrate_all_parsed([project], **kwargs)))  # type: ignore[arg-type]
+    assert facts(results) == facts(list(pipeline._migrate_all_parsed([project], **kwargs)))  # type: ignore[arg-type]
 
 
 def test_tool_code_is_part_of_the_key(
@@ -125,3 +127,27 @@ def test_cli_no_cache_writes_nothing_and_cache_dir_is_used(project: Path, tmp_pa
     assert list(cache_dir.glob("results-*.json"))
     assert first.exit_code == second.exit_code == third.exit_code == 2  # broken.py
     assert first.output == second.output == third.output
+
+
+def test_a_warm_cli_run_never_loads_libcst(project: Path, tmp_path: Path) -> None:
+    """The pre-commit hook's common case: every file answered by the cache, no parser."""
+    (project / "broken.py").unlink()
+    cache_dir = tmp_path / "cache"
+    program = (
+        "import sys\n"
+        "from est2tpu.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print('LIBCST', 'libcst' in sys.modules, file=sys.stderr)\n"
+    )
+    argv = ["check", "--quiet", "--cache-dir", str(cache_dir), str(project)]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", program, *argv], capture_output=True, text=True, check=False
+        )
+        for _ in range(2)
+    ]
+    assert runs[0].returncode == runs[1].returncode == 1, runs[0].stderr  # changes pending
+    assert "LIBCST True" in runs[0].stderr  # the cold run parsed
+    assert "LIBCST False" in runs[1].stderr  # the warm one did not need the parser

@@ -20,7 +20,9 @@ ENGINE_LEVEL_PREFIX = "E2T"
 def test_ids_match_everywhere() -> None:
     code = {cls.ID for cls in rule_classes()}
     docs = {i for i in catalogue.load() if not i.startswith(ENGINE_LEVEL_PREFIX)}
-    folders = {p.name for p in data_dir("fixtures").iterdir() if p.is_dir() and p.name != "projects"}
+    folders = {
+        p.name for p in data_dir("fixtures").iterdir() if p.is_dir() and p.name != "projects"
+    }
     assert code == docs, "every rule class needs rules/<ID>.md and vice versa"
     assert code == folders, "every rule needs fixtures/<ID>/ and vice versa"
 
@@ -59,6 +61,5 @@ def test_readme_rules_table_is_current() -> None:
     )
     assert match, "README lacks the rules-table block"
     assert match.group(1) == markdown_table(), (
-        "README rules table is stale: run "
-        "`python scripts/update-readme.py`"
+        "README rules table is stale: run `python scripts/update-readme.py`"
     )

@@ -13,9 +13,7 @@ from est2tpu.ftypes import Status, Target
 from est2tpu.registry import rule_classes
 
 FIXTURES = data_dir("fixtures")
-CASES = sorted(
-    p for p in FIXTURES.glob("*/*.before.py") if p.parent.name != "projects"
-)
+CASES = sorted(p for p in FIXTURES.glob("*/*.before.py") if p.parent.name != "projects")
 
 
 def _target(rule_id: str) -> Target:

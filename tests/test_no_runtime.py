@@ -28,6 +28,4 @@ def test_opaque_config_is_refused_without_the_shim(tmp_path: Path) -> None:
     src = (FIXTURES / "TPU007" / "config_from_caller.before.py").read_text()
     result = migrate_source(src, path="build.py", use_runtime=False)
     assert result.new_text is not None and "TPUEstimator(" not in result.new_text
-    assert any(
-        f.rule_id == "TPU007" and "--no-runtime" in f.message for f in result.findings
-    )
+    assert any(f.rule_id == "TPU007" and "--no-runtime" in f.message for f in result.findings)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from est2tpu import api
+from est2tpu import api, pipeline, scan
 from est2tpu.ftypes import FileResult, Target
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("jobs", [1, 2], ids=["serial", "pool"])
 def test_same_results_as_the_reference_pipeline(mixed: Path, target: Target, jobs: int) -> None:
     fast = list(api.migrate_paths([mixed], target=target, jobs=jobs))
-    reference = list(api._migrate_all_parsed([mixed], target=target))
+    reference = list(pipeline._migrate_all_parsed([mixed], target=target))
     assert len(fast) > 150
     assert facts(fast) == facts(reference)
 
@@ -60,7 +60,7 @@ def test_same_results_as_the_reference_pipeline(mixed: Path, target: Target, job
 def test_same_results_with_selection_and_no_runtime(mixed: Path) -> None:
     kwargs = {"select": ["TPU00"], "ignore": ["TPU003"], "use_runtime": False}
     fast = list(api.migrate_paths([mixed], jobs=2, **kwargs))  # type: ignore[arg-type]
-    reference = list(api._migrate_all_parsed([mixed], **kwargs))  # type: ignore[arg-type]
+    reference = list(pipeline._migrate_all_parsed([mixed], **kwargs))  # type: ignore[arg-type]
     assert facts(fast) == facts(reference)
 
 
@@ -69,7 +69,7 @@ def test_per_file_ignores_reach_the_workers(mixed: Path) -> None:
         return ["TPU"] if path.name.startswith("a") else []
 
     fast = list(api.migrate_paths([mixed], jobs=2, per_file_ignores=ignores))
-    reference = list(api._migrate_all_parsed([mixed], per_file_ignores=ignores))
+    reference = list(pipeline._migrate_all_parsed([mixed], per_file_ignores=ignores))
     assert facts(fast) == facts(reference)
 
 
@@ -110,4 +110,4 @@ def test_broken_files_still_fail(mixed: Path) -> None:
     ],
 )
 def test_import_scan(text: str, expected: list[tuple[str, str]] | None) -> None:
-    assert api.import_pairs(text) == expected
+    assert scan.import_pairs(text) == expected

@@ -46,7 +46,9 @@ def migrate_tree(root: Path) -> list[FileResult]:
 
 
 @pytest.fixture(scope="module")
-def migrated(tmp_path_factory: pytest.TempPathFactory, harness: ModuleType) -> Callable[[str], Path]:
+def migrated(
+    tmp_path_factory: pytest.TempPathFactory, harness: ModuleType
+) -> Callable[[str], Path]:
     cache: dict[str, Path] = {}
 
     def get(name: str) -> Path:

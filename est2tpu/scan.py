@@ -1,0 +1,101 @@
+"""What is known about a file before it is parsed: the byte pre-filter, the module names
+it may be imported as, and the TensorFlow imports a regex can see. No LibCST here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import PurePath
+
+# Bytes any rule can react to. A file without one of them is never parsed. (Not b"tpu":
+# it matches every "output"; the old TPU spellings all say "contrib" or "estimator".)
+PREFILTER_TOKENS = (
+    b"stimator",
+    b"contrib",
+    b"RunConfig",
+    b"export_savedmodel",
+    b"input_fn",
+    b"model_fn",
+)
+
+
+def may_match(data: bytes) -> bool:
+    """The byte pre-filter."""
+    return any(token in data for token in PREFILTER_TOKENS)
+
+
+def module_names(path: PurePath, root: PurePath | None) -> list[str]:
+    """Every dotted name a file may be imported as: `model`, `trainer.model`, ..."""
+    parts = list(path.with_suffix("").parts)
+    if root is not None:
+        try:
+            parts = list(path.with_suffix("").relative_to(root).parts)
+        except ValueError:
+            pass
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+
+
+# Each pattern starts with a literal, which lets `re` skip ahead fast (a leading `\b` or
+# look-behind makes it try every position: 20 x slower). What must come before the literal
+# is checked by `_matches`.
+_FROM_IMPORT = re.compile(r"from\s+([\w.]+)\s+import\s*(\([^)]*\)?|[^\n;]*)")
+_PLAIN_IMPORT = re.compile(r"import\s+([^\n;]*)")
+_COMMENT = re.compile(r"#[^\n]*")
+_WORD = re.compile(r"\w")
+
+
+def _matches(pattern: re.Pattern[str], text: str, before: str) -> Iterator[re.Match[str]]:
+    """`re.finditer` of the pattern with a look-behind: not preceded by a word character
+    or one of `before`. Exactly finditer's matches (a candidate that fails the check is
+    skipped by one character, not by its length)."""
+    pos = 0
+    while (match := pattern.search(text, pos)) is not None:
+        start = match.start()
+        prev = text[start - 1] if start else ""
+        if prev and (prev in before or _WORD.match(prev)):
+            pos = start + 1
+            continue
+        yield match
+        pos = match.end()
+
+
+def import_pairs(text: str) -> list[tuple[str, str]] | None:
+    """(bound name, imported module) for every TensorFlow import a regex can see.
+
+    A superset of what `ImportTable.from_module` binds to a `tensorflow*` module: it also
+    sees imports inside strings and comments, and keeps names bound twice, which only ever
+    adds spellings. Relative imports and `*` bind nothing there, nor here. None when a
+    parenthesised import list holds a comment or does not close (the scan cannot tell).
+    """
+    if "tensorflow" not in text:
+        return []
+    if "\\" in text:
+        text = re.sub(r"\\\r?\n", " ", text)
+    pairs: list[tuple[str, str]] = []
+    for match in _matches(_FROM_IMPORT, text, ""):
+        module = match.group(1)
+        if not module.startswith("tensorflow"):
+            continue
+        names = match.group(2)
+        if names.startswith("(") and ("#" in names or not names.endswith(")")):
+            return None
+        names = _COMMENT.sub(" ", names).strip("() \t\r\n")
+        for part in names.replace("\n", " ").split(","):
+            words = part.split()
+            if not words or words[0] == "*":
+                continue
+            bound = words[2] if len(words) >= 3 and words[1] == "as" else words[0]
+            pairs.append((bound, f"{module}.{words[0]}"))
+    for match in _matches(_PLAIN_IMPORT, text, "."):
+        for part in _COMMENT.sub(" ", match.group(1)).split(","):
+            words = part.split()
+            if not words or not words[0].startswith("tensorflow"):
+                continue
+            if len(words) >= 3 and words[1] == "as":
+                pairs.append((words[2], words[0]))
+            else:
+                top = words[0].split(".")[0]
+                pairs.append((top, top))
+    return pairs
