@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from est2tpu.cstutil import iter_calls
+from est2tpu.cstutil import iter_calls, walk
 from est2tpu.ftypes import Target
 from est2tpu.index import ProjectIndex
 from est2tpu.names import attr_chain
@@ -47,6 +47,70 @@ UNSUPPORTED_ARGS: dict[str, tuple[str, ...]] = {
     "RunConfig": ("train_distribute", "eval_distribute", "experimental_distribute"),
 }
 PREMADE_PREFIXES = ("Baseline", "BoostedTrees", "DNN", "Linear")
+# TF 2.15's V2 premade estimators the facade builds exactly (est2tpu/runtime/tf2/premade.py),
+# and the parameters of each, in order (positional arguments are matched against them).
+PREMADE_FACADE: dict[str, tuple[str, ...]] = {
+    "DNNClassifier": (
+        "hidden_units",
+        "feature_columns",
+        "model_dir",
+        "n_classes",
+        "weight_column",
+        "label_vocabulary",
+        "optimizer",
+        "activation_fn",
+        "dropout",
+        "config",
+        "warm_start_from",
+        "loss_reduction",
+        "batch_norm",
+    ),
+    "DNNRegressor": (
+        "hidden_units",
+        "feature_columns",
+        "model_dir",
+        "label_dimension",
+        "weight_column",
+        "optimizer",
+        "activation_fn",
+        "dropout",
+        "config",
+        "warm_start_from",
+        "loss_reduction",
+        "batch_norm",
+    ),
+    "LinearClassifier": (
+        "feature_columns",
+        "model_dir",
+        "n_classes",
+        "weight_column",
+        "label_vocabulary",
+        "optimizer",
+        "config",
+        "warm_start_from",
+        "loss_reduction",
+        "sparse_combiner",
+    ),
+    "LinearRegressor": (
+        "feature_columns",
+        "model_dir",
+        "label_dimension",
+        "weight_column",
+        "optimizer",
+        "config",
+        "warm_start_from",
+        "loss_reduction",
+        "sparse_combiner",
+    ),
+}
+# What a premade's `optimizer=` may be: one of TF 2.15's names, or a Keras legacy optimizer.
+OPTIMIZER_NAMES = ("Adagrad", "Adam", "Ftrl", "RMSProp", "SGD")
+LEGACY_OPTIMIZERS = frozenset(
+    f"keras.optimizers.legacy.{n}" for n in ("Adagrad", "Adam", "Ftrl", "RMSprop", "SGD")
+)
+LOSS_REDUCTIONS = frozenset({"SUM_OVER_BATCH_SIZE", "SUM"})
+# Feature columns the facade's premades take (the only ones whose mapping is proven here).
+EXACT_COLUMNS = frozenset({"feature_column.numeric_column"})
 
 
 def facade(rule: Rule, name: str) -> cst.BaseExpression:
@@ -93,7 +157,7 @@ def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
             found.append(n)
             return True
 
-    node.visit(Collect())
+    walk(node, Collect())
     return found
 
 
@@ -112,13 +176,18 @@ def why_not(canonical: str) -> str:
     short = canonical.rsplit(".", 1)[-1]
     if builds_other_estimator(canonical):
         return (
-            f"premade {short} has no exact tf2 mapping here yet: write its model_fn (or a "
-            "Keras model under `est2tpu.runtime.tf2.strategy().scope()`) by hand"
+            f"premade {short} has no exact tf2 mapping (the facade reproduces "
+            f"{', '.join(PREMADE_FACADE)} only): write its model_fn (or a Keras model under "
+            "`est2tpu.runtime.tf2.strategy().scope()`) by hand"
         )
     return (
         f"`tf.{canonical}` has no equivalent in the tf2 facade (est2tpu.runtime.tf2); "
         "replace it by hand"
     )
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 class EstimatorFacade(Rule):
@@ -131,6 +200,8 @@ class EstimatorFacade(Rule):
         self.inner: set[int] = set()  # Attribute/Name nodes that head a longer chain
         self.keep: set[int] = set()  # nodes left as they are because their call is refused
         self.attrs: set[int] = set()  # the Name after a dot (`.model_to_estimator`): no name
+        self.premade_ok: set[int] = set()  # funcs of premade calls that map exactly
+        self._columns: list[str] | None = None  # feature-column kinds this module builds
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -146,6 +217,15 @@ class EstimatorFacade(Rule):
         canonical = self.tf_name(node.func)
         new = FACADE_NAMES.get(canonical or "")
         if new is None:
+            short = (canonical or "").rsplit(".", 1)[-1]
+            if canonical == f"estimator.{short}" and short in PREMADE_FACADE:
+                why = self.premade_refusal(node, short)
+                if why is None:
+                    self.premade_ok.add(id(node.func))
+                    return
+                self.refuse(node.func, why)
+                self.keep.update(id(n) for n in _descendants(node))
+                return
             if canonical is not None and builds_other_estimator(canonical):
                 # A refused estimator keeps its arguments too (its RunConfig stays a
                 # tf.estimator.RunConfig): never half a migration.
@@ -189,6 +269,100 @@ class EstimatorFacade(Rule):
             )
             self.keep.add(id(node.func))
 
+    def column_kinds(self) -> list[str]:
+        """The `tf.feature_column.*` functions this module calls, other than the exact ones."""
+        if self._columns is None:
+            found: list[str] = []
+            if self.state.current is not None:
+                for call in iter_calls(self.state.current, into_defs=True):
+                    name = self.tf_name(call.func)
+                    if (
+                        name is not None
+                        and name.startswith("feature_column.")
+                        and name not in EXACT_COLUMNS
+                    ):
+                        found.append(name.rsplit(".", 1)[-1])
+            self._columns = sorted(set(found))
+        return self._columns
+
+    def premade_refusal(self, node: cst.Call, short: str) -> str | None:
+        """Why this premade call cannot become the facade's (None: it maps exactly)."""
+        manual = (
+            "write its model_fn (or a Keras model under "
+            "`est2tpu.runtime.tf2.strategy().scope()`) by hand"
+        )
+        qualified = self.state.imports.qualify(node.func) or ""
+        if ".compat.v1." in qualified:
+            return (
+                f"tf.compat.v1.estimator.{short} is the V1 premade (TF1 optimizers, heads and "
+                f"metrics), which the facade does not reproduce; use tf.estimator.{short} "
+                f"(V2) if its behaviour is acceptable, or {manual}"
+            )
+        if any(a.star for a in node.args):
+            return (
+                f"{short}(*args/**kwargs): the arguments cannot be checked; spell them out, "
+                "then re-run"
+            )
+        params = PREMADE_FACADE[short]
+        args: dict[str, cst.BaseExpression] = {}
+        for i, arg in enumerate(node.args):
+            if arg.keyword is not None:
+                args[arg.keyword.value] = arg.value
+            elif i < len(params):
+                args[params[i]] = arg.value
+        unknown = sorted(set(args) - set(params))
+        if unknown:
+            return f"{short}({', '.join(unknown)}): not an argument of tf.estimator.{short}"
+        bad: list[str] = []
+        optimizer = args.get("optimizer")
+        if optimizer is not None and not self._exact_optimizer(optimizer):
+            bad.append(
+                "optimizer (only a name "
+                f"{', '.join(repr(n) for n in OPTIMIZER_NAMES)} or a "
+                "`tf.keras.optimizers.legacy.*(...)` call written here maps exactly)"
+            )
+        if "label_vocabulary" in args and not _is_none(args["label_vocabulary"]):
+            bad.append(
+                "label_vocabulary (string labels cannot reach a TPU: map them to class ids "
+                "in the input_fn)"
+            )
+        if "warm_start_from" in args and not _is_none(args["warm_start_from"]):
+            bad.append(
+                "warm_start_from (an Estimator checkpoint is name-based; the facade's are "
+                "object-based)"
+            )
+        reduction = args.get("loss_reduction")
+        if reduction is not None and not self._exact_reduction(reduction):
+            bad.append("loss_reduction (only tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM)")
+        kinds = self.column_kinds()
+        if kinds:
+            bad.append(
+                f"feature columns {', '.join(kinds)} (only numeric_column is mapped exactly)"
+            )
+        if not bad:
+            return None
+        return (
+            f"premade {short} left as it is: {'; '.join(bad)} has no exact equivalent in the "
+            f"tf2 facade's {short}; change {'it' if len(bad) == 1 else 'them'} and re-run, "
+            f"or {manual}"
+        )
+
+    def _exact_optimizer(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.SimpleString):
+            return node.evaluated_value in OPTIMIZER_NAMES
+        if isinstance(node, cst.Call):
+            name = self.tf_name(node.func)
+            return name in LEGACY_OPTIMIZERS and not any(a.star for a in node.args)
+        return False
+
+    def _exact_reduction(self, node: cst.BaseExpression) -> bool:
+        name = self.tf_name(node)
+        qualified = self.state.imports.qualify(node) or ""
+        if name is None or ".compat.v1." in qualified:
+            return False  # tf.compat.v1.losses.Reduction is TF1's (weighted_sum, ...)
+        head, _, last = name.rpartition(".")
+        return head in ("losses.Reduction", "keras.losses.Reduction") and last in LOSS_REDUCTIONS
+
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.BaseExpression:
@@ -207,6 +381,8 @@ class EstimatorFacade(Rule):
         if qualified is None or canonical is None:
             return updated
         new = FACADE_NAMES.get(canonical)
+        if new is None and id(original) in self.premade_ok:
+            new = canonical.rsplit(".", 1)[-1]
         if new is not None:
             if isinstance(original, cst.Name):
                 module, _, name = qualified.rpartition(".")
