@@ -26,6 +26,10 @@ PROJECTS = (
     "two_module_trainer",
     "keras_model_to_estimator",
     "numpy_input",
+    # tf.estimator.DNNClassifier -> the facade's. Measured against TF 2.15: accuracy 0.948 vs
+    # 0.958, loss 0.213 vs 0.201 (6%), AUC 0.991 vs 0.992, the same under all three
+    # strategies (8 replicas and XLA give the default strategy's numbers to 4 digits).
+    "premade_dnn_classifier",
 )
 # Also migrated without findings; trained under the default strategy only (time).
 MORE_PROJECTS = ("compat_v1_spelling", "train_and_evaluate_exporter")
@@ -126,7 +130,7 @@ def assert_close(metrics: dict[str, Any], expected: dict[str, Any]) -> None:
         got = metrics[key]
         if key == "global_step":
             assert got == want
-        elif "accuracy" in key or key == "auc":
+        elif "accuracy" in key or key.startswith(("auc", "precision", "recall")):
             assert abs(got - want) <= ACCURACY_TOLERANCE, (key, got, want)
         else:
             assert abs(got - want) <= LOSS_TOLERANCE * abs(want), (key, got, want)
@@ -138,7 +142,11 @@ def test_migration_leaves_no_estimator_api(name: str, migrated: Callable[[str], 
     text = "".join(p.read_text() for p in sorted(root.rglob("*.py")))
     assert not ESTIMATOR_API.search(text), ESTIMATOR_API.search(text)
     assert "import est2tpu.runtime.tf2 as tf2_runtime" in text
-    assert "tf2_runtime.Estimator(" in text or "tf2_runtime.model_to_estimator(" in text
+    assert re.search(
+        r"tf2_runtime\.(Estimator|model_to_estimator|DNNClassifier|DNNRegressor|"
+        r"LinearClassifier|LinearRegressor)\(",
+        text,
+    )
     again = list(migrate_paths([root], target=Target.TF2))
     assert [r.path for r in again if r.changed] == [], "a second run must change nothing"
 
