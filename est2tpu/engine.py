@@ -49,15 +49,24 @@ def select_rules(
 
 
 def parse(text: str) -> cst.Module:
-    """Parse with a one-line reason on failure."""
+    """Parse with a one-line reason on failure.
+
+    Whether LibCST gives the text back unchanged is checked where it matters, before a
+    changed tree's code is used (`check_round_trip`): generating the code of every parsed
+    module up front cost as much as a rule's pass.
+    """
     _check_nesting(text)
     try:
-        module = cst.parse_module(text)
-        rendered = module.code
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         raise MigrationError(f"cannot parse: {_syntax_reason(text, exc)}") from None
     except RecursionError:
         raise MigrationError("cannot parse: expression nesting too deep") from None
+
+
+def check_round_trip(module: cst.Module, text: str) -> None:
+    """Raise MigrationError when `module` (parsed from `text`) does not give it back."""
+    rendered = module.code
     if rendered != text:
         # LibCST 1.9 drops a blank line before a last line that holds only whitespace or
         # an indented comment and no newline; everything else it gives back exactly.
@@ -67,7 +76,6 @@ def parse(text: str) -> cst.Module:
             f"cannot parse: the parser would not give line {line} back unchanged "
             "(end the file with a newline)"
         )
-    return module
 
 
 def _check_nesting(text: str) -> None:
@@ -163,7 +171,18 @@ def _transform(
     state = FileState(
         path, index, target, ImportTable.from_module(module), original, use_runtime=use_runtime
     )
-    imports_of = module
+    first = imports_of = module
+    # Generated code of each tree met, by identity (the first tree's is taken to be the
+    # text; `check_round_trip` below holds LibCST to that before a changed tree is used).
+    codes: dict[int, str] = {id(first): original}
+
+    def code_of(tree: cst.Module) -> str:
+        if id(tree) not in codes:
+            codes[id(tree)] = tree.code
+        return codes[id(tree)]
+
+    state.code_of = code_of
+    kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
     for _ in range(MAX_PASSES):
         before = module
         for rule_cls in rules:
@@ -174,19 +193,26 @@ def _transform(
             state.current = seen = module
             context = CodemodContext(filename=path)
             rule = rule_cls(context, state)
+            if rule_cls.PRUNE and not rule.statements(seen):
+                continue  # nothing in this tree the rule acts on
             module = seen.visit(rule)
             rule.flush(seen)
             if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
                 module = AddImportsVisitor(context).transform_module(module)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
                 module = RemoveImportsVisitor(context).transform_module(module)
+            kept.append(module)
         # No rule ran (the common case in a big repository) or none changed the text.
-        if module is before or module.code == before.code:
+        if module is before or code_of(module) == code_of(before):
             break
     else:
         raise MigrationError(f"internal error: the rules did not converge in {MAX_PASSES} passes")
     state.current = None
-    return module.code, state
+    state.code_of = None
+    new_text = code_of(module)
+    if new_text != original:
+        check_round_trip(first, original)
+    return new_text, state
 
 
 def verify(new_text: str, path: str) -> None:

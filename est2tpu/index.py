@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from est2tpu.cstutil import walk
 from est2tpu.names import ImportTable, StatementWalker, dotted
 
 ESTIMATOR_CTORS = frozenset(
@@ -327,7 +328,7 @@ class Indexer:
             package = tuple(longest.split(".")) if longest else ()
         src = SourceModule(path, module, ImportTable.from_module(module), package, {})
         src.text = module.code if text is None else text
-        module.visit(_DefCollector(src))
+        walk(module, _DefCollector(src))
         return src
 
     def register(self, src: SourceModule, names: Iterable[str]) -> None:
@@ -427,7 +428,7 @@ def batch_calls(fn: cst.FunctionDef) -> list[cst.Call]:
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in BATCH_METHODS:
                 found.append(node)
 
-    fn.visit(V())
+    walk(fn, V())
     return found
 
 
@@ -453,7 +454,7 @@ class _UseCollector(_Scoped):
 
     def collect(self) -> None:
         if self.src.imports.may_use(self.src.text, *USE_NAMES):
-            self.src.module.visit(self)
+            walk(self.src.module, self)
 
     def refuse_shim_only_uses(self) -> None:
         """Under --no-runtime, an Estimator fed by numpy/pandas_input_fn stays as it is."""
@@ -885,7 +886,7 @@ def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
             if isinstance(node.value, cst.Name):
                 returned.append(node.value.value)
 
-    fn.visit(V())
+    walk(fn, V())
     if len(set(returned)) != 1:
         return None
     key = f"{factory[1]}.{returned[0]}"
@@ -900,5 +901,5 @@ def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
             if is_params_batch_size(node):
                 V.found = True
 
-    fn.visit(V())
+    walk(fn, V())
     return V.found

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from est2tpu.cstutil import walk
+
 _AMBIGUOUS = "<ambiguous>"
 
 # Roots under which the public TensorFlow API lives, longest first. Everything after the
@@ -176,7 +178,7 @@ class ImportTable:
 
 def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     collector = _ImportCollector()
-    module.visit(collector)
+    walk(module, collector)
     return iter(collector.found)
 
 
@@ -184,9 +186,9 @@ class StatementWalker(cst.CSTVisitor):
     """A visitor that never enters an `if` test: for walks that only want statements."""
 
     def visit_If(self, node: cst.If) -> bool:
-        node.body.visit(self)
+        walk(node.body, self)
         if node.orelse is not None:
-            node.orelse.visit(self)
+            walk(node.orelse, self)
         return False
 
 
@@ -211,11 +213,11 @@ class _ImportCollector(StatementWalker):
         return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        node.body.visit(self)
+        walk(node.body, self)
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        node.body.visit(self)
+        walk(node.body, self)
         return False
 
 

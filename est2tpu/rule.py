@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -11,7 +12,7 @@ from libcst.codemod import CodemodContext, ContextAwareTransformer
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from est2tpu.cstutil import is_multiline
+from est2tpu.cstutil import is_multiline, walk
 from est2tpu.ftypes import Edit, Finding, Position, Target
 from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex, call_kind
 from est2tpu.names import ImportTable, attr_chain
@@ -35,6 +36,8 @@ class FileState:
     findings: set[Finding] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
     _line_maps: dict[int, list[int]] = field(default_factory=dict)
+    # The engine's memo of generated code by tree (set while the rules run).
+    code_of: Callable[[cst.Module], str] | None = None
 
     def original_line(self, line: int) -> int:
         """Map a line of the tree a rule sees back to the text before the migration."""
@@ -43,7 +46,8 @@ class FileState:
         key = id(self.current)
         if key not in self._line_maps:
             self._line_maps.clear()
-            self._line_maps[key] = _line_map(self.original, self.current.code)
+            code = self.code_of(self.current) if self.code_of else self.current.code
+            self._line_maps[key] = _line_map(self.original, code)
         mapping = self._line_maps[key]
         return mapping[line - 1] if 0 < line <= len(mapping) else line
 
@@ -78,6 +82,9 @@ class Rule(ContextAwareTransformer):
     TARGETS: ClassVar[tuple[Target, ...]] = (Target.TPU_ESTIMATOR,)
     # Rules that look calls up in the index by their order (see index.call_kind) set this.
     KEYED: ClassVar[bool] = False
+    # Rules that can say, node by node, what they act on set this and define `wanted`:
+    # the engine then enters only the statements holding such a node (see `statements`).
+    PRUNE: ClassVar[bool] = False
 
     def __init__(self, context: CodemodContext, state: FileState) -> None:
         super().__init__(context)
@@ -87,10 +94,57 @@ class Rule(ContextAwareTransformer):
         self._keys = CallKeys(state.path)
         self._node_keys: dict[int, CallKey] = {}
         self.calls: list[cst.Call] = []  # enclosing calls, innermost last
+        self._keep: set[int] | None = None  # statements to enter (None: all)
+        self._skipped: set[int] = set()
+
+    # -- pruning --------------------------------------------------------------------------
+
+    def wanted(self, node: cst.CSTNode) -> bool:
+        """For PRUNE rules: can the rule change or report anything at this very node?
+
+        Must be True for every node whose visit/leave method would do anything; the rule
+        is then not run inside statements that hold none (a LibCST transform rebuilds every
+        node it enters, which is what a big file costs).
+        """
+        raise NotImplementedError
+
+    def statements(self, module: cst.Module) -> set[int]:
+        """The statements (ids, in `module`) holding a node this rule wants; the engine
+        skips the rule when there are none, and the rule enters only these."""
+        assert self.PRUNE and not self.KEYED  # skipping would renumber keyed calls
+        keep: set[int] = set()
+        stack: list[cst.CSTNode] = []
+        rule = self
+
+        class Mark(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if isinstance(node, cst.BaseStatement):
+                    stack.append(node)
+                if rule.wanted(node):
+                    for statement in reversed(stack):
+                        if id(statement) in keep:
+                            break
+                        keep.add(id(statement))
+                return True
+
+            def on_leave(self, original_node: cst.CSTNode) -> None:
+                if isinstance(original_node, cst.BaseStatement):
+                    stack.pop()
+
+        walk(module, Mark())
+        self._keep = keep
+        return keep
 
     # -- scope tracking (the dotted def path the index uses) ---------------------------
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if (
+            self._keep is not None
+            and isinstance(node, cst.BaseStatement)
+            and id(node) not in self._keep
+        ):
+            self._skipped.add(id(node))
+            return False
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.scope.append(node.name.value)
         elif isinstance(node, cst.Call):
@@ -104,6 +158,9 @@ class Rule(ContextAwareTransformer):
     def on_leave(  # type: ignore[override]
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        if self._skipped and id(original_node) in self._skipped:
+            self._skipped.discard(id(original_node))
+            return original_node  # never entered: exactly as it was
         result = super().on_leave(original_node, updated_node)
         if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
             self.scope.pop()

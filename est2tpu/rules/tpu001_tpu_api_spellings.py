@@ -47,6 +47,14 @@ class TpuApiSpellings(Rule):
             state.original, "contrib.tpu", "estimator.tpu", "contrib.cluster_resolver"
         )
 
+    PRUNE = True
+
+    def wanted(self, node: cst.CSTNode) -> bool:
+        if not isinstance(node, (cst.Name, cst.Attribute)):
+            return False
+        qualified = self.state.imports.qualify(node)
+        return qualified is not None and (qualified.startswith(OLD_ROOTS) or qualified in RESOLVERS)
+
     def visit_Import(self, node: cst.Import) -> bool:
         return False
 

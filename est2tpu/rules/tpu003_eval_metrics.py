@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from est2tpu.cstutil import assigned_names, free_names, iter_calls, kwarg, unique_name
+from est2tpu.cstutil import assigned_names, free_names, iter_calls, kwarg, unique_name, walk
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
@@ -298,7 +298,7 @@ def _subscripts(exprs: Sequence[cst.CSTNode]) -> dict[str, tuple[dict[str, cst.S
             found[node.value.value] = (keys, reads + 1)
 
     for e in exprs:
-        e.visit(V())
+        walk(e, V())
     return found
 
 
@@ -346,7 +346,7 @@ def _assigned_in(stmt: cst.CSTNode) -> list[str]:
             if isinstance(node.target, cst.Name):
                 out.append(node.target.value)
 
-    stmt.visit(V())
+    walk(stmt, V())
     return out
 
 
@@ -361,7 +361,7 @@ def _defining_statements(fn: cst.FunctionDef, var: str) -> tuple[cst.IndentedBlo
         def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
             blocks.append(node)
 
-    fn.visit(V())
+    walk(fn, V())
     found: list[tuple[cst.IndentedBlock, int, str]] = []
     other_reads = 0
     for block in blocks:
@@ -460,7 +460,7 @@ def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
             return not V.hit
 
     v = V()
-    node.visit(v)
+    walk(node, v)
     return V.hit
 
 
@@ -473,5 +473,5 @@ def _find(node: cst.CSTNode, target: cst.CSTNode) -> cst.CSTNode:
                 found.append(n)
             return not found
 
-    node.visit(V())
+    walk(node, V())
     return found[0]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from est2tpu.cstutil import add_param, assigned_names, has_param, iter_calls, unique_name
+from est2tpu.cstutil import add_param, assigned_names, has_param, iter_calls, unique_name, walk
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
@@ -231,5 +231,5 @@ def _whole_statement_values(fn: cst.FunctionDef) -> set[int]:
             if len(node.body) == 1 and isinstance(node.body[0], cst.Assign):
                 found.add(id(node.body[0].value))
 
-    fn.visit(V())
+    walk(fn, V())
     return found

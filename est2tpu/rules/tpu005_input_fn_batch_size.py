@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstutil import add_param, has_param, kwarg, params_subscript, with_kwarg
+from est2tpu.cstutil import add_param, has_param, kwarg, params_subscript, walk, with_kwarg
 from est2tpu.index import (
     RUN_METHODS,
     SPEC_CTORS,
@@ -181,5 +181,5 @@ def _repeats(fn: cst.FunctionDef) -> bool:
                 V.found = True
 
     v = V()
-    fn.visit(v)
+    walk(fn, v)
     return V.found

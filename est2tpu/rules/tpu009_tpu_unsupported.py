@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstutil import iter_calls
+from est2tpu.cstutil import iter_calls, walk
 from est2tpu.rule import FileState, Rule
 
 PY_FUNCS = frozenset({"py_func", "py_function", "numpy_function", "compat.v1.py_func"})
@@ -111,4 +111,4 @@ class TpuUnsupported(Rule):
                     return False
                 return True
 
-        fn.visit(V())
+        walk(fn, V())
