@@ -36,8 +36,10 @@ def test_original_project_learns_the_task(
     assert math.isfinite(result.loss)
     if "accuracy" in metrics:
         assert metrics["accuracy"] >= 0.8, metrics
-    else:
+    elif "rmse" in metrics:
         assert metrics["rmse"] <= 0.5, metrics
+    else:  # a premade regressor reports the mean squared error
+        assert metrics["average_loss"] <= 0.25, metrics
     assert len(result.predictions) >= 3
 
 
