@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import subprocess
 import textwrap
 from types import ModuleType
 from typing import Any
@@ -56,3 +57,74 @@ def test_premade_constructor_is_tf215s(name: str, tf215_signatures: dict[str, An
     for param, (_, default) in zip(facade, tf215):
         mine = None if param.default is inspect.Parameter.empty else repr(param.default)
         assert mine == default or (param.name, mine) in _SAME_MEANING, (param.name, mine, default)
+
+
+# A 3-class DNNClassifier with batch norm, and a DNNRegressor with dropout, trained briefly:
+# run as tf.estimator's under TF 2.15 and as the facade's on current TF ("facade" argument).
+_TRAIN_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    if sys.argv[1] == "facade":
+        import est2tpu.runtime.tf2 as est
+    else:
+        est = tf.estimator
+    tf.keras.utils.set_random_seed(3)
+    rng = np.random.RandomState(3)
+    x = rng.normal(size=(256, 3)).astype("float32")
+    y = np.digitize(x @ np.array([1.0, -2.0, 0.5]), [-1.0, 1.0]).astype("int64")
+    t = (x @ np.array([0.5, 1.0, -1.0])).astype("float32")
+    columns = [tf.feature_column.numeric_column("x", shape=(3,))]
+
+    def input_fn(labels, train):
+        def fn():
+            ds = tf.data.Dataset.from_tensor_slices(({"x": x}, labels)).batch(32)
+            return ds.repeat() if train else ds
+        return fn
+
+    out = {}
+    classifier = est.DNNClassifier([8, 8], columns, n_classes=3, batch_norm=True,
+                                   optimizer="Adam", config=est.RunConfig(tf_random_seed=3))
+    classifier.train(input_fn(y, True), steps=40)
+    out["classifier"] = {k: float(v) for k, v in classifier.evaluate(input_fn(y, False)).items()}
+    out["classifier_keys"] = sorted(next(iter(classifier.predict(input_fn(y, False)))))
+    regressor = est.DNNRegressor([8], columns, dropout=0.2, optimizer="SGD",
+                                 config=est.RunConfig(tf_random_seed=3))
+    regressor.train(input_fn(t, True), steps=40)
+    out["regressor"] = {k: float(v) for k, v in regressor.evaluate(input_fn(t, False)).items()}
+    out["regressor_keys"] = sorted(next(iter(regressor.predict(input_fn(t, False)))))
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.tf
+def test_multiclass_batch_norm_and_dropout_premades(harness: ModuleType, tfcur: str) -> None:
+    tf215 = _run(harness.tf_python(), harness, "tf")
+    one = _run(tfcur, harness, "facade")
+    eight = _run(tfcur, harness, "facade", {"EST2TPU_CPU_REPLICAS": "8"})
+    for result in (one, eight):
+        # TF 2.15's evaluate() and predict() keys, for both heads.
+        for part in ("classifier", "regressor"):
+            assert sorted(result[part]) == sorted(tf215[part])
+            assert result[f"{part}_keys"] == tf215[f"{part}_keys"]
+        assert result["classifier"]["global_step"] == 40
+    # Batch norm is synchronized: 8 replicas see the statistics of the global batch. (The
+    # regressor's dropout draws differ per replica, so only its keys are compared.)
+    for key, value in one["classifier"].items():
+        assert eight["classifier"][key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+
+
+def _run(python: str, harness: ModuleType, which: str, env: Any = None) -> Any:
+    proc = subprocess.run(
+        [python, "-c", _TRAIN_PROBE, which],
+        cwd=harness.REPO_ROOT,
+        env=harness.tf_env(env),
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -21,9 +21,11 @@ Each class takes TF 2.15's constructor arguments and builds the model_fn TF 2.15
   device computed it; or `SUM`); the same prediction keys and the same evaluation metrics,
   computed with the same Keras metric classes TF 2.15's V2 heads use.
 
-Only numeric feature columns are supported (anything else raises at construction); an
-optimizer is a name or a `tf.keras.optimizers.legacy` instance (rebuilt from its config
-inside the strategy's scope). `export_saved_model` serves the predictions dict.
+Only numeric feature columns are supported (anything else raises at construction), and no
+`label_vocabulary` (string labels cannot reach a TPU); an optimizer is a name or a
+`tf.keras.optimizers.legacy` instance (rebuilt from its config inside the strategy's scope).
+The string predictions (`classes`, `all_classes`) are made on the host from `class_ids`;
+`export_saved_model` serves the numeric predictions dict.
 """
 
 from __future__ import annotations
