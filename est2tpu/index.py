@@ -453,7 +453,7 @@ class _UseCollector(_Scoped):
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
 
     def collect(self) -> None:
-        if self.src.imports.may_use(self.src.text, *USE_NAMES):
+        if self.src.imports.uses(self.src.text, *USE_NAMES):
             walk(self.src.module, self)
 
     def refuse_shim_only_uses(self) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from est2tpu.cstutil import walk
+from est2tpu.scan import code_only
 
 _AMBIGUOUS = "<ambiguous>"
 
@@ -170,6 +171,27 @@ class ImportTable:
     def may_use(self, text: str, *canonicals: str) -> bool:
         """Does `text` spell any of these canonical names through this module's imports?"""
         return any(s in text for c in canonicals for s in self.spellings(c))
+
+    def uses(self, text: str, *canonicals: str) -> bool:
+        """Does the code (not its comments and strings) spell any of these names?
+
+        Unlike `may_use`, spaces and line breaks inside a dotted name do not hide it. The
+        last part of a spelling is one identifier that the raw text must hold: a cheap
+        test first, so the tokenizer runs only on files that may use the names.
+        """
+        spellings = [s for c in canonicals for s in self.spellings(c)]
+        if not any(s.rpartition(".")[2] in text for s in spellings):
+            return False
+        code = code_only(text)
+        return any(s in code for s in spellings)
+
+    def calls(self, text: str, *canonicals: str) -> bool:
+        """`uses`, for a call of one of these names (`name(`)."""
+        spellings = [s for c in canonicals for s in self.spellings(c)]
+        if not any(s.rpartition(".")[2] in text for s in spellings):
+            return False
+        code = code_only(text)
+        return any(f"{s}(" in code for s in spellings)
 
     def may_call(self, text: str, *canonicals: str) -> bool:
         """Does `text` spell a call of any of these canonical names (`name(`)?"""

@@ -111,7 +111,7 @@ def _build_lazy_index(shared: _Shared, use_runtime: bool) -> ProjectIndex:
         if (
             cand.notebook is not None
             or cand.imports is None
-            or _Superset(cand.imports).may_use(cand.source, *USE_NAMES)
+            or _Superset(cand.imports).uses(cand.source, *USE_NAMES)
         ):
             load(cid)
     try:

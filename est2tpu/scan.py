@@ -3,8 +3,11 @@ it may be imported as, and the TensorFlow imports a regex can see. No LibCST her
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import PurePath
 
 # Bytes any rule can react to. A file without one of them is never parsed. (Not b"tpu":
@@ -99,3 +102,37 @@ def import_pairs(text: str) -> list[tuple[str, str]] | None:
                 top = words[0].split(".")[0]
                 pairs.append((top, top))
     return pairs
+
+
+_DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+_F_PREFIX = re.compile(r"[rRbBuU]?[fF]|[fF][rR]")
+
+
+@lru_cache(maxsize=8)
+def code_only(text: str) -> str:
+    """The text's code without comments and string literals, tokens joined so that a
+    dotted name or a call reads as in the usual spelling (`tf.estimator.Estimator(`).
+
+    Names a file merely mentions in a docstring (TensorFlow's own sources mention
+    `tf.estimator.Estimator` in hundreds of them) are not uses. f-strings are kept (the
+    names in their fields are code). Text the tokenizer cannot read is returned as it is,
+    so a test on the result never misses a use the text shows.
+    """
+    out: list[str] = []
+    last_word = False
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in _DROPPED:
+                continue
+            if tok.type == tokenize.STRING and not _F_PREFIX.match(tok.string):
+                out.append(" ")
+                last_word = False
+                continue
+            word = tok.type in (tokenize.NAME, tokenize.NUMBER)
+            if word and last_word:
+                out.append(" ")
+            out.append(tok.string)
+            last_word = word
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    return "".join(out)

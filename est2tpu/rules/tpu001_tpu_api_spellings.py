@@ -43,7 +43,7 @@ class TpuApiSpellings(Rule):
         return any(
             target.startswith(OLD_ROOTS) or target in RESOLVERS
             for target in state.imports.bindings.values()
-        ) or state.imports.may_use(
+        ) or state.imports.uses(
             state.original, "contrib.tpu", "estimator.tpu", "contrib.cluster_resolver"
         )
 

@@ -16,7 +16,7 @@ class TpuRunConfig(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return state.imports.may_call(state.original, "estimator.RunConfig")
+        return state.imports.calls(state.original, "estimator.RunConfig")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.RunConfig":

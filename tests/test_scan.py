@@ -1,0 +1,68 @@
+"""The text scans that decide, before parsing, whether a file can matter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from est2tpu.cstutil import walk
+from est2tpu.names import ImportTable, dotted
+from est2tpu.scan import code_only
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_mentions_in_docstrings_and_comments_are_not_uses() -> None:
+    text = (
+        "import tensorflow as tf\n"
+        'def f():\n    """Use `tf.estimator.Estimator(model_fn)` here."""\n'
+        "    # tf.estimator.RunConfig(\n"
+        "    return 'tf.estimator.Estimator'\n"
+    )
+    table = ImportTable({"tf": "tensorflow"})
+    assert table.may_use(text, "estimator.Estimator")
+    assert not table.uses(text, "estimator.Estimator")
+    assert not table.calls(text, "estimator.RunConfig")
+
+
+def test_uses_in_code_are_seen_however_they_are_laid_out() -> None:
+    text = (
+        "import tensorflow as tf\n"
+        "est = (tf . estimator\n    .Estimator)(model_fn=fn)\n"
+        'msg = f"{tf.estimator.RunConfig()}"\n'
+    )
+    table = ImportTable({"tf": "tensorflow"})
+    assert table.uses(text, "estimator.Estimator")
+    assert table.calls(text, "estimator.RunConfig")
+
+
+def test_text_the_tokenizer_cannot_read_is_kept_whole() -> None:
+    text = 'x = """never closed\ntf.estimator.Estimator(\n'
+    assert code_only(text) == text
+
+
+def sources() -> list[Path]:
+    return sorted((REPO / "fixtures").rglob("*.py")) + sorted(REPO.glob("est2tpu/**/*.py"))
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: p.name)
+def test_every_dotted_name_and_call_of_real_code_survives(path: Path) -> None:
+    """code_only may only drop text: every name chain and call the parser sees is in it."""
+    text = path.read_text(encoding="utf-8")
+    module = cst.parse_module(text)
+    kept = code_only(text)
+    chains: list[str] = []
+
+    class Chains(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if (name := dotted(node)) is not None:
+                chains.append(name)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if (name := dotted(node.func)) is not None:
+                chains.append(name + "(")
+
+    walk(module, Chains())
+    assert [c for c in chains if c not in kept] == []
