@@ -266,6 +266,29 @@ def test_resume_matches_the_estimator_resume(
     assert abs(second["metrics"]["accuracy"] - one_run["accuracy"]) <= ACCURACY_TOLERANCE
 
 
+@pytest.mark.tf
+def test_premade_resume_matches_the_estimator_resume(
+    harness: ModuleType, tfcur: str, migrated: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """100 + 100 steps in two processes: the facade's LinearRegressor restores its weights
+    and its Ftrl slots, and ends where TF 2.15's LinearRegressor ends (to float rounding)."""
+    name = "premade_linear_regressor"
+    project = tmp_path / "project"
+    shutil.copytree(migrated(name), project)
+    model_dir = tmp_path / "model"
+    _run_again(harness, tfcur, project, name, model_dir, tmp_path / "a.json", 100)
+    second = _run_again(harness, tfcur, project, name, model_dir, tmp_path / "b.json", 100)
+    assert second["metrics"]["global_step"] == 200
+    original = tmp_path / "original"
+    harness.copy_project(name, original)
+    tf215 = harness.tf_python()
+    est_dir = tmp_path / "estimator-model"
+    _run_again(harness, tf215, original, name, est_dir, tmp_path / "c.json", 100)
+    estimator = _run_again(harness, tf215, original, name, est_dir, tmp_path / "d.json", 100)
+    for key, want in estimator["metrics"].items():
+        assert second["metrics"][key] == pytest.approx(want, rel=1e-5), key
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
