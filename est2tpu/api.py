@@ -100,7 +100,7 @@ def migrate_paths(
     found = list(discover(paths, exclude=exclude))
     workers = _workers(jobs)
     global _SHARED
-    _SHARED = _Shared(roots=list(paths))
+    _SHARED = _Shared(roots=list(paths), target=target)
     try:
         tasks = [f for f in found if not isinstance(f, tuple)]
         # Scanning is cheap (1,963 TF files: 0.3 s here); forking and sending texts back
@@ -224,6 +224,7 @@ class _Shared:
     """What worker processes inherit when they are forked (never pickled)."""
 
     roots: list[Path] = field(default_factory=list)
+    target: Target | None = None  # for the pre-filter
     cands: list[_Candidate] = field(default_factory=list)
     settings: tuple[Target, Collection[str] | None, tuple[str, ...], bool] | None = None
     index: ProjectIndex | None = None
@@ -274,7 +275,7 @@ def _scan_one(path: Path) -> FileResult | _Candidate:
         data = path.read_bytes()
     except OSError as exc:
         return _fail(result, f"cannot read: {exc.strerror or exc}")
-    if not may_match(data):
+    if not may_match(data, _SHARED.target):
         result.status = Status.SKIPPED
         return result
     if path.suffix == ".ipynb":

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from est2tpu.cstutil import walk
+from est2tpu.cstutil import iter_calls, walk
 from est2tpu.names import ImportTable, StatementWalker, dotted
 
 ESTIMATOR_CTORS = frozenset(
@@ -153,6 +153,9 @@ class ProjectIndex:
     # numpy_input_fn/pandas_input_fn calls whose batch size moves to a TPUEstimator
     numpy_inputs: set[tuple[str, str, str]] = field(default_factory=set)
     use_sites: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
+    # (tf2 target) project defs a model_fn calls, directly or through other such defs, in
+    # any module: they run inside the model_fn, so their TF1 code must change too
+    model_fn_helpers: set[FnKey] = field(default_factory=set)
 
 
 SHIM = "est2tpu.runtime."
@@ -311,8 +314,15 @@ def param_names(fn: cst.FunctionDef | cst.Lambda) -> list[str]:
 class Indexer:
     """Builds a ProjectIndex from parsed modules."""
 
-    def __init__(self, modules: Sequence[SourceModule], *, use_runtime: bool = True) -> None:
+    def __init__(
+        self,
+        modules: Sequence[SourceModule],
+        *,
+        use_runtime: bool = True,
+        follow_helpers: bool = False,
+    ) -> None:
         self.use_runtime = use_runtime
+        self.follow_helpers = follow_helpers
         self.modules = {m.path: m for m in modules}
         self.by_name: dict[str, str | None] = {}
         self.index = ProjectIndex()
@@ -399,7 +409,32 @@ class Indexer:
         }
         for collector in collectors:
             collector.finish()
+        if self.follow_helpers:
+            self.index.model_fn_helpers = self.helpers_of(
+                {
+                    p.model_fn
+                    for p in self.index.ctors.values()
+                    if p.model_fn is not None and not p.keras and not p.premade
+                }
+            )
         return self.index
+
+    def helpers_of(self, roots: set[FnKey]) -> set[FnKey]:
+        """Project defs the roots call by a name this index resolves, transitively."""
+        found: set[FnKey] = set()
+        todo = list(roots)
+        while todo:
+            key = todo.pop()
+            src = self.modules.get(key[0])
+            fn = src.defs.get(key[1]) if src is not None else None
+            if src is None or fn is None:
+                continue
+            for call in iter_calls(fn, into_defs=True):
+                callee = self.resolve_fn(src, key[1], call.func)
+                if callee is not None and callee not in found and callee not in roots:
+                    found.add(callee)
+                    todo.append(callee)
+        return found
 
 
 def _int_literal(expr: cst.BaseExpression) -> bool:

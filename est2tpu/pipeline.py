@@ -41,7 +41,11 @@ def migrate_source(
     try:
         module = parse(text)
         name = Path(path).stem if path != "-" else "__main__"
-        indexer = Indexer([Indexer.source(path, module, [name], text)], use_runtime=use_runtime)
+        indexer = Indexer(
+            [Indexer.source(path, module, [name], text)],
+            use_runtime=use_runtime,
+            follow_helpers=target is Target.TF2,
+        )
         indexer.register(indexer.modules[path], [name])
         _run(result, module, indexer.build(), target, select, ignore, use_runtime, text)
     except MigrationError as exc:
@@ -64,8 +68,9 @@ class _LazyIndexer(Indexer):
         claims: dict[str, list[int]],
         load: Callable[[int], SourceModule | None],
         use_runtime: bool,
+        follow_helpers: bool,
     ) -> None:
-        super().__init__([], use_runtime=use_runtime)
+        super().__init__([], use_runtime=use_runtime, follow_helpers=follow_helpers)
         self.claims = claims
         self.load = load
 
@@ -106,7 +111,8 @@ def _build_lazy_index(shared: _Shared, use_runtime: bool) -> ProjectIndex:
         indexer.modules[src.path] = src
         return src
 
-    indexer = _LazyIndexer(claims, load, use_runtime)
+    assert shared.settings is not None
+    indexer = _LazyIndexer(claims, load, use_runtime, shared.settings[0] is Target.TF2)
     for cid, cand in enumerate(cands):
         if (
             cand.notebook is not None
@@ -246,7 +252,7 @@ def _migrate_all_parsed(
             yield _fail(result, f"cannot read: {exc.strerror or exc}")
             continue
         if path.suffix == ".ipynb":
-            if not may_match(data):
+            if not may_match(data, target):
                 result.status = Status.SKIPPED
                 yield result
                 continue
@@ -263,7 +269,7 @@ def _migrate_all_parsed(
                 continue
             candidates.append(_Candidate(result, module, [path.stem], nb))
             continue
-        if not may_match(data):
+        if not may_match(data, target):
             result.status = Status.SKIPPED
             yield result
             continue
@@ -287,7 +293,7 @@ def _migrate_all_parsed(
         candidates.append(_Candidate(result, module, module_names(path, root)))
 
     try:
-        index = _build_index(candidates, use_runtime)
+        index = _build_index(candidates, use_runtime, target)
     except MigrationError as exc:
         for cand in candidates:
             yield _fail(cand.result, str(exc))
@@ -315,7 +321,9 @@ def _migrate_all_parsed(
         yield cand.result
 
 
-def _build_index(candidates: Sequence[_Candidate], use_runtime: bool) -> ProjectIndex:
+def _build_index(
+    candidates: Sequence[_Candidate], use_runtime: bool, target: Target
+) -> ProjectIndex:
     """The project index; a file the indexer cannot read adds no roles (and shifts nothing).
 
     If building the index itself fails, MigrationError: every file then fails with that
@@ -329,7 +337,9 @@ def _build_index(candidates: Sequence[_Candidate], use_runtime: bool) -> Project
         except Exception:  # noqa: BLE001, S112 - a file the indexer cannot read adds no roles
             continue
         pairs.append((src, cand))
-    indexer = Indexer([src for src, _ in pairs], use_runtime=use_runtime)
+    indexer = Indexer(
+        [src for src, _ in pairs], use_runtime=use_runtime, follow_helpers=target is Target.TF2
+    )
     try:
         for src, cand in pairs:
             indexer.register(src, cand.names)

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import PurePath
 
+from est2tpu.ftypes import Target
+
 # Bytes any rule can react to. A file without one of them is never parsed. (Not b"tpu":
 # it matches every "output"; the old TPU spellings all say "contrib" or "estimator".)
 PREFILTER_TOKENS = (
@@ -22,9 +24,12 @@ PREFILTER_TOKENS = (
 )
 
 
-def may_match(data: bytes) -> bool:
-    """The byte pre-filter."""
-    return any(token in data for token in PREFILTER_TOKENS)
+def may_match(data: bytes, target: Target | None = None) -> bool:
+    """The byte pre-filter. On `tf2`, any TensorFlow module passes too: a model_fn may call
+    a helper in it whose TF1 layers, losses and metrics must change as well."""
+    if any(token in data for token in PREFILTER_TOKENS):
+        return True
+    return target is Target.TF2 and b"tensorflow" in data
 
 
 def module_names(path: PurePath, root: PurePath | None) -> list[str]:

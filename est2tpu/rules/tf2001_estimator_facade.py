@@ -129,9 +129,14 @@ def tf2_model_fns(index: ProjectIndex) -> set[tuple[str, str]]:
 
 
 def model_fn_scopes(state: FileState) -> set[str]:
-    """Defs of this file that run as (part of) a model_fn: the model_fns, and the top-level
-    functions of this file they call by name, transitively (helpers that build the net)."""
-    roots = {scope for path, scope in tf2_model_fns(state.index) if path == state.path}
+    """Defs of this file that run as (part of) a model_fn: the model_fns, the defs the index
+    found them calling in any module (`ProjectIndex.model_fn_helpers`), and the top-level
+    functions of this file those call by name, transitively (helpers that build the net)."""
+    roots = {
+        scope
+        for path, scope in tf2_model_fns(state.index) | state.index.model_fn_helpers
+        if path == state.path
+    }
     module = state.current
     if not roots or module is None:
         return roots
@@ -396,3 +401,10 @@ class EstimatorFacade(Rule):
         if canonical.startswith("estimator."):
             self.refuse(original, why_not(canonical))
         return updated
+
+
+def has_model_fn_code(state: FileState) -> bool:
+    """Does this file hold a model_fn or a def one calls (the tf2 rules' `applies`)?"""
+    return any(
+        path == state.path for path, _ in tf2_model_fns(state.index) | state.index.model_fn_helpers
+    )

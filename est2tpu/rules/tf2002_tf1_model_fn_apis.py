@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from est2tpu.ftypes import Target
-from est2tpu.rule import Rule
-from est2tpu.rules.tf2001_estimator_facade import facade, model_fn_scopes
+from est2tpu.rule import FileState, Rule
+from est2tpu.rules.tf2001_estimator_facade import facade, has_model_fn_code, model_fn_scopes
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,10 @@ COLLECTION = "get_collection"
 class Tf1ModelFnApis(Rule):
     ID = "TF2002"
     TARGETS = (Target.TF2,)
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return has_model_fn_code(state)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.ftypes import Target
-from est2tpu.rule import Rule
-from est2tpu.rules.tf2001_estimator_facade import model_fn_scopes
+from est2tpu.rule import FileState, Rule
+from est2tpu.rules.tf2001_estimator_facade import has_model_fn_code, model_fn_scopes
 from est2tpu.rules.tf2002_tf1_model_fn_apis import TABLE
 
 # Canonical-name prefixes (after `tf.compat.v1.`) that only work in a TF1 graph, with the
@@ -51,6 +51,10 @@ def unsupported(name: str) -> str | None:
 class UnsupportedTf1(Rule):
     ID = "TF2003"
     TARGETS = (Target.TF2,)
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        return has_model_fn_code(state)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
