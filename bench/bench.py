@@ -5,13 +5,17 @@ Times, in one run on one machine: `est2tpu check` cold (--no-cache) over the TF 
 re-run with the cache; TensorFlow's own `tf_upgrade_v2` over the same trees; a LibCST
 parse-only pass over the files that pass est2tpu's byte pre-filter (the floor of a naive
 LibCST tool); peak memory (max RSS of each child); time against tree size (25/50/100%);
-and the training speed of an example project before and after migration (CPU, TF 2.15).
+the training speed of an example project before and after migration (CPU, TF 2.15); and
+the training speed of its `--target tf2` migration (the facade) against a hand-written Keras
+`fit` twin (`bench/keras_twin.py`) on current TensorFlow, under the same strategy.
+`--only SECTION` (repeatable) runs one part: trees, linearity, training, tf2.
 Timings on a shared machine are noisy: read the ratios, not the seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -162,7 +166,7 @@ def bench_linearity(work: Path) -> list[str]:
 ROUNDS = 5
 
 
-def bench_training(work: Path, project: str, steps: int) -> list[str]:
+def bench_training(work: Path, project: str, steps: int, rounds: int = ROUNDS) -> list[str]:
     """Steps/s of the original project and of its tpu-estimator migration (use_tpu=False)."""
     sys.path.insert(0, str(REPO / "tests" / "e2e"))
     import harness
@@ -179,7 +183,7 @@ def bench_training(work: Path, project: str, steps: int) -> list[str]:
     )
     # Interleaved rounds, so that a change in the machine's load hits both programs alike.
     rates: dict[str, list[float]] = {name: [] for name, _ in programs}
-    for attempt in range(ROUNDS):
+    for attempt in range(rounds):
         for name, tree in programs:
             model_dir = work / f"model-{name[:4]}-{attempt}"
             results = work / f"results-{name[:4]}-{attempt}.json"
@@ -206,31 +210,133 @@ def bench_training(work: Path, project: str, steps: int) -> list[str]:
     out = [(name, max(rates[name])) for name, _ in programs]
     base = out[0][1]
     lines = [
-        f"| program | global_step/sec (best of {ROUNDS}, interleaved) | × original |",
+        f"| program | global_step/sec (best of {rounds}, interleaved) | × original |",
         "|---|---:|---:|",
     ]
     lines += [f"| {n} | {r:.1f} | {r / base:.3f} |" for n, r in out]
     return lines
 
 
-def _steps_per_second(model_dir: Path) -> float | None:
-    """The mean of TF's own `global_step/sec` summaries, read from the event files."""
+def _steps_per_second(model_dir: Path, python: Path = TF_PY) -> float | None:
+    """The mean of the `global_step/sec` summaries (TF1's, or the tf2 facade's) in model_dir."""
     code = r"""
 import sys, glob
+import tensorflow as tf
 from tensorflow.compat.v1.train import summary_iterator
 rates = []
 for f in glob.glob(sys.argv[1] + "/**/events.out.tfevents.*", recursive=True):
     for e in summary_iterator(f):
         for v in e.summary.value:
             if v.tag == "global_step/sec":
-                rates.append(v.simple_value)
+                # TF1 writes simple_value; TF2's tf.summary.write writes a tensor.
+                kind = v.WhichOneof("value")
+                rates.append(float(tf.make_ndarray(v.tensor)) if kind == "tensor" else v.simple_value)
 print(sum(rates) / len(rates) if rates else "")
 """
     out = subprocess.run(
-        [str(TF_PY), "-c", code, str(model_dir)], check=False, capture_output=True, text=True
+        [str(python), "-c", code, str(model_dir)], check=False, capture_output=True, text=True
     )
     text = out.stdout.strip().splitlines()[-1:] if out.stdout.strip() else []
     return float(text[0]) if text and text[0] else None
+
+
+TFCUR_PY = REPO / ".venv-tfcur" / "bin" / "python"
+STEPS_PER_EXECUTION = 100
+
+
+def bench_tf2_vs_keras(
+    work: Path, steps: int, replicas: list[int], rounds: int = ROUNDS
+) -> list[str]:
+    """Steps/s of `single_file_classifier` migrated with `--target tf2` (the facade) and of
+    its hand-written Keras twin (`bench/keras_twin.py`, `model.fit`, Keras 2 and 3), on
+    current TensorFlow, under the same strategy and steps_per_execution."""
+    project = "single_file_classifier"
+    src = REPO / "fixtures" / "projects" / project
+    orig = work / "tf2-orig"
+    shutil.copytree(src, orig)
+    migrated = work / "tf2-migrated"
+    shutil.copytree(src, migrated)
+    subprocess.run(
+        [str(EST2TPU), "migrate", "--quiet", "--no-cache", "--target", "tf2", str(migrated)],
+        check=True,
+    )
+    twin = REPO / "bench" / "keras_twin.py"
+    programs = ("tf2 facade (migrated program)", "Keras 2 (tf-keras) fit twin", "Keras 3 fit twin")
+    rates: dict[tuple[int, str], list[float]] = {}
+    failed: set[tuple[int, str]] = set()
+    for attempt in range(rounds):
+        for n in replicas:
+            env = dict(
+                os.environ,
+                PYTHONPATH=str(REPO),
+                EST2TPU_STEPS_PER_EXECUTION=str(STEPS_PER_EXECUTION),
+                EST2TPU_CPU_REPLICAS=str(n),
+            )
+            env.pop("EST2TPU_JIT_COMPILE", None)
+            env.pop("TF_USE_LEGACY_KERAS", None)
+            for name in programs:
+                if (n, name) in failed:
+                    continue  # it failed in an earlier round: a bug, not noise
+                if name.startswith("tf2"):
+                    model_dir = work / f"tf2-model-{n}-{attempt}"
+                    results = work / f"tf2-results-{n}-{attempt}.json"
+                    _tf_run(
+                        ["train.py", "--model_dir", str(model_dir), "--results", str(results)]
+                        + ["--steps", str(steps)],
+                        migrated,
+                        env,
+                    )
+                    rate = _steps_per_second(model_dir, TFCUR_PY)
+                else:
+                    keras = "2" if "Keras 2" in name else "3"
+                    try:
+                        out = _tf_run(
+                            [str(twin), "--project", str(orig), "--steps", str(steps)]
+                            + ["--steps-per-execution", str(STEPS_PER_EXECUTION)]
+                            + ["--keras", keras, "--cpu-replicas", str(n)],
+                            orig,
+                            env,
+                        )
+                    except subprocess.CalledProcessError:
+                        failed.add((n, name))
+                        continue
+                    found = json.loads(out.strip().splitlines()[-1])["rates"]
+                    rate = sum(found) / len(found) if found else None
+                if rate:
+                    rates.setdefault((n, name), []).append(rate)
+    lines = [
+        f"| strategy | program | steps/s (best of {rounds}, interleaved) | facade × this |",
+        "|---|---|---:|---:|",
+    ]
+    for n in replicas:
+        strategy = f"MirroredStrategy, {n} logical CPUs" if n > 1 else "default (1 CPU)"
+        best = {name: max(rates.get((n, name), [0.0])) for name in programs}
+        facade = best[programs[0]]
+        for name in programs:
+            if not best[name]:
+                why = "fails" if (n, name) in failed else "no rate"
+                lines.append(f"| {strategy} | {name} | {why} | |")
+                continue
+            ratio = f"{facade / best[name]:.3f}" if facade else ""
+            lines.append(f"| {strategy} | {name} | {best[name]:.1f} | {ratio} |")
+    return lines
+
+
+def _tf_run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """Run current TensorFlow's Python; its stdout (TF's log chatter on stderr is dropped)."""
+    out = subprocess.run(
+        [str(TFCUR_PY), *args],
+        cwd=cwd,
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    return out.stdout
+
+
+SECTIONS = ("trees", "linearity", "training", "tf2")
 
 
 def main() -> None:
@@ -240,26 +346,55 @@ def main() -> None:
     ap.add_argument("--skip-linearity", action="store_true")
     ap.add_argument("--project", default="single_file_classifier")
     ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved training rounds")
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=SECTIONS,
+        help="run only this section (repeatable): trees, linearity, training "
+        "(original vs tpu-estimator migration, TF 2.15), tf2 (tf2 facade vs Keras fit)",
+    )
+    ap.add_argument(
+        "--tf2-replicas",
+        default="1,8",
+        help="strategies for the tf2 section: 1 = default strategy, N > 1 = MirroredStrategy "
+        "over N logical CPUs (EST2TPU_CPU_REPLICAS)",
+    )
     args = ap.parse_args()
-    if not (TF_PY.exists() and EST2TPU.exists()):
+    sections = set(args.only or SECTIONS)
+    if args.quick:
+        sections.discard("linearity")
+    if args.skip_linearity:
+        sections.discard("linearity")
+    if args.skip_training:
+        sections -= {"training", "tf2"}
+    needs_tf215 = bool(sections & {"trees", "linearity", "training"})
+    if not EST2TPU.exists() or (needs_tf215 and not TF_PY.exists()):
         sys.exit("needs .venv (est2tpu) and .venv-tf215 (scripts/tf215-env.sh)")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     with tempfile.TemporaryDirectory(prefix="est2tpu-bench-") as tmp:
         work = Path(tmp)
-        print("\n".join(bench_trees(work, args.quick)), flush=True)
-        if not args.quick and not args.skip_linearity:
+        if "trees" in sections:
+            print("\n".join(bench_trees(work, args.quick)), flush=True)
+        if "linearity" in sections:
             print()
             print("\n".join(bench_linearity(work)), flush=True)
-        if not args.skip_training:
+        if "training" in sections:
             print()
-            print("\n".join(bench_training(work, args.project, args.steps)), flush=True)
-            tf2 = REPO / "est2tpu" / "runtime" / "tf2"
-            cur = REPO / ".venv-tfcur"
-            if not (tf2.exists() and cur.exists()):
-                print(f"\ntf2 facade vs Keras fit: skipped ({tf2} or {cur} missing)")
-            else:
+            print(
+                "\n".join(bench_training(work, args.project, args.steps, args.rounds)), flush=True
+            )
+        if "tf2" in sections:
+            print()
+            if not TFCUR_PY.exists():
                 print(
-                    "\ntf2 facade vs Keras fit: skipped (not written yet: no hand-written Keras twin of a project)"
+                    "tf2 facade vs Keras fit: skipped (.venv-tfcur missing: scripts/tfcur-env.sh)"
+                )
+            else:
+                replicas = [int(n) for n in args.tf2_replicas.split(",") if n.strip()]
+                print(
+                    "\n".join(bench_tf2_vs_keras(work, args.steps, replicas, args.rounds)),
+                    flush=True,
                 )
     print(
         f"load average {os.getloadavg()[0]:.1f} at the end; children max RSS "
