@@ -21,7 +21,8 @@ class RunConfig:
     """`tf.estimator.RunConfig`: the settings the facade honours, the rest accepted and kept.
 
     Honoured: model_dir, tf_random_seed, save_summary_steps, save_checkpoints_steps,
-    save_checkpoints_secs, keep_checkpoint_max, log_step_count_steps. New:
+    save_checkpoints_secs, keep_checkpoint_max, log_step_count_steps (a `global_step/sec`
+    summary and log line, as TF1's StepCounterHook). New:
     `steps_per_execution` (train steps per `tf.function` call, TPUEstimator's
     iterations_per_loop; default `$EST2TPU_STEPS_PER_EXECUTION` or 100) and `jit_compile`
     (compile the train step with XLA; default `$EST2TPU_JIT_COMPILE=1`).
@@ -146,6 +147,31 @@ def _scalar_summary(name: str, value: Any, step: int) -> None:
     metadata = summary_pb2.SummaryMetadata()
     metadata.plugin_data.plugin_name = "scalars"
     tf.summary.write(name, tf.cast(value, tf.float32), step=step, metadata=metadata)
+
+
+class _StepCounter:
+    """TF1's `StepCounterHook`: `global_step/sec` every `every` steps.
+
+    The clock starts at the first update (after the first execution, so tracing is not
+    counted); each later update at least `every` steps on gives the rate since the last one.
+    """
+
+    def __init__(self, every: int | None) -> None:
+        self._every = every
+        self._last: tuple[float, int] | None = None
+
+    def update(self, step: int) -> float | None:
+        if not self._every:
+            return None
+        now = time.perf_counter()
+        if self._last is None:
+            self._last = (now, step)
+            return None
+        last_time, last_step = self._last
+        if step - last_step < self._every or now <= last_time:
+            return None
+        self._last = (now, step)
+        return (step - last_step) / (now - last_time)
 
 
 def _batch_size(tree: Any) -> Any:
@@ -479,6 +505,7 @@ class Estimator:
         train_steps = self._train_function()
         writer = tf.summary.create_file_writer(self._model_dir) if self._is_chief() else None
         config = self._config
+        counter = _StepCounter(config.log_step_count_steps)
         step = start
         while target is None or step < target:
             n = config.steps_per_execution
@@ -489,6 +516,12 @@ class Estimator:
                     n = min(n, every - step % every)
             loss, done = train_steps(iterator, tf.constant(n, tf.int64))
             step = int(state.global_step.numpy())
+            rate = counter.update(step)
+            if rate is not None:
+                tf.get_logger().info("global_step/sec: %g", rate)
+                if writer is not None:
+                    with writer.as_default():
+                        _scalar_summary("global_step/sec", rate, step)
             if (
                 writer is not None
                 and config.save_summary_steps
