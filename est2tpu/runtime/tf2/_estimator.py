@@ -401,6 +401,16 @@ class Estimator:
         self._manager.save(checkpoint_number=int(state.global_step.numpy()))
         self._last_save = time.monotonic()
 
+    def _save_for(self, listeners: list[Any], step: int) -> bool:
+        """Save a checkpoint between the listeners' before/after_save; True: stop."""
+        for listener in listeners:
+            listener.before_save(None, step)
+        self._save()
+        stop = False
+        for listener in listeners:
+            stop = bool(listener.after_save(None, step)) or stop
+        return stop
+
     # -- train --------------------------------------------------------------------------
 
     def _replica_train(self, element: Any) -> Any:
@@ -482,11 +492,17 @@ class Estimator:
         max_steps: int | None = None,
         saving_listeners: Any = None,
     ) -> Estimator:
-        """Train for `steps` more steps, or until the global step reaches `max_steps`."""
+        """Train for `steps` more steps, or until the global step reaches `max_steps`.
+
+        `saving_listeners` are called as TF1's CheckpointSaverHook calls them (`begin`;
+        `before_save`/`after_save` around every checkpoint, the first one at the starting
+        step; `end`), with `session=None`; an `after_save` returning True stops training.
+        """
         import tensorflow as tf
 
-        if hooks or saving_listeners:
+        if hooks:
             raise NotImplementedError("est2tpu tf2 facade: train(hooks=...) is not supported")
+        listeners = list(saving_listeners or ())
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
         dataset = self._dataset(input_fn, ModeKeys.TRAIN)
@@ -507,6 +523,14 @@ class Estimator:
         config = self._config
         counter = _StepCounter(config.log_step_count_steps)
         step = start
+        saved = None  # the step of the last checkpoint saved with listeners
+        if listeners:
+            for listener in listeners:
+                listener.begin()
+            stop = self._save_for(listeners, step)
+            saved = step
+            if stop:
+                target = step
         while target is None or step < target:
             n = config.steps_per_execution
             if target is not None:
@@ -533,10 +557,21 @@ class Estimator:
                 config.save_checkpoints_secs
                 and time.monotonic() - self._last_save >= config.save_checkpoints_secs
             ):
-                self._save()
+                if listeners:
+                    saved = step
+                    if self._save_for(listeners, step):
+                        break
+                else:
+                    self._save()
             if int(done) < n:
                 break  # the input ran out, as TF1's OutOfRangeError ended train()
-        self._save()
+        if listeners:
+            if saved != step:
+                self._save_for(listeners, step)
+            for listener in listeners:
+                listener.end(None, step)
+        else:
+            self._save()
         if writer is not None:
             writer.flush()
         return self
@@ -754,7 +789,9 @@ class Estimator:
             **{k.replace("/", "_"): v for k, v in state.trackables().items()}
         )
         module.receive = receive
-        export_dir = os.path.join(os.fspath(export_dir_base), str(int(time.time())))
+        from est2tpu.runtime.tf2.export import timestamped_dir
+
+        export_dir = timestamped_dir(export_dir_base)
         with self._strategy.scope():
             tf.saved_model.save(
                 module, export_dir, signatures={"serving_default": serving.get_concrete_function()}
@@ -763,17 +800,73 @@ class Estimator:
 
 
 def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> Any:
-    """`tf.estimator.train_and_evaluate`, run locally: train to `max_steps`, then evaluate
-    once and run the exporters (TF1 also evaluated every `throttle_secs` on the way)."""
-    estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps)
-    metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, name=eval_spec.name)
-    exports = []
-    for exporter in eval_spec.exporters or ():
-        export_path = os.path.join(estimator.model_dir, "export", exporter.name)
-        exports.append(
-            exporter.export(estimator, export_path, estimator.latest_checkpoint(), metrics, True)
+    """`tf.estimator.train_and_evaluate`, run locally as TF1 runs it: train to `max_steps`,
+    evaluating (and running the exporters) after a checkpoint when `throttle_secs` have
+    passed since the last evaluation, and after the last checkpoint if it was not
+    evaluated. Returns (metrics of the last evaluation, export results)."""
+    if train_spec.hooks or eval_spec.hooks:
+        raise NotImplementedError("est2tpu tf2 facade: TrainSpec/EvalSpec hooks are not supported")
+    listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
+    estimator.train(
+        train_spec.input_fn, max_steps=train_spec.max_steps, saving_listeners=[listener]
+    )
+    return listener.metrics, listener.exports
+
+
+class _EvaluateAfterSave:
+    """TF 2.15's `_NewCheckpointListenerForEvaluate` with its `_Evaluator`: the first save
+    (of the untrained starting step) is skipped; a checkpoint already evaluated is not
+    evaluated again."""
+
+    def __init__(self, estimator: Estimator, eval_spec: EvalSpec, max_steps: int | None) -> None:
+        self.estimator = estimator
+        self.spec = eval_spec
+        self.max_steps = max_steps
+        self.metrics: Any = None
+        self.exports: list[Any] = []
+        self._first = True
+        self._last_step: int | None = None
+        self._last_time = 0.0
+        self._last_checkpoint: str | None = None
+
+    def begin(self) -> None:
+        self._first = True
+
+    def before_save(self, session: Any, step: int) -> None:
+        pass
+
+    def after_save(self, session: Any, step: int) -> bool:
+        if self._first:
+            self._first = False  # the model is not trained yet
+            return False
+        due = self._last_step is None or (
+            step != self._last_step
+            and time.monotonic() - self._last_time >= (self.spec.throttle_secs or 0)
         )
-    return metrics, exports
+        if due:
+            self._evaluate(step)
+        return False
+
+    def end(self, session: Any, step: int) -> None:
+        if step != self._last_step:
+            self._evaluate(step)
+
+    def _evaluate(self, step: int) -> None:
+        self._last_step, self._last_time = step, time.monotonic()
+        checkpoint = self.estimator.latest_checkpoint()
+        if checkpoint is None or checkpoint == self._last_checkpoint:
+            return
+        self._last_checkpoint = checkpoint
+        self.metrics = self.estimator.evaluate(
+            self.spec.input_fn, steps=self.spec.steps, name=self.spec.name
+        )
+        final = bool(self.max_steps) and self.metrics["global_step"] >= self.max_steps
+        self.exports = []
+        for exporter in self.spec.exporters or ():
+            path = os.path.join(self.estimator.model_dir, "export", exporter.name)
+            self.exports.append(
+                exporter.export(self.estimator, path, checkpoint, self.metrics, final)
+            )
 
 
 class LatestExporter:
@@ -798,7 +891,7 @@ class LatestExporter:
         checkpoint_path: Any,
         eval_result: Any,
         is_the_final_export: bool,
-    ) -> bytes:
+    ) -> bytes | None:
         out = estimator.export_saved_model(export_path, self._fn)
         if self._keep:
             versions = sorted(d for d in os.listdir(export_path) if d.isdigit())
@@ -810,7 +903,7 @@ class LatestExporter:
 
 
 class FinalExporter(LatestExporter):
-    """`tf.estimator.FinalExporter`."""
+    """`tf.estimator.FinalExporter`: exports only the final model."""
 
     def __init__(
         self,
@@ -820,3 +913,17 @@ class FinalExporter(LatestExporter):
         as_text: bool = False,
     ) -> None:
         super().__init__(name, serving_input_receiver_fn, exports_to_keep=0)
+
+    def export(
+        self,
+        estimator: Estimator,
+        export_path: str,
+        checkpoint_path: Any,
+        eval_result: Any,
+        is_the_final_export: bool,
+    ) -> bytes | None:
+        if not is_the_final_export:
+            return None
+        return super().export(
+            estimator, export_path, checkpoint_path, eval_result, is_the_final_export
+        )

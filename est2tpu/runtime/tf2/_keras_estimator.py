@@ -25,7 +25,6 @@ from __future__ import annotations
 import inspect
 import os
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -316,7 +315,9 @@ class KerasEstimator:
         module = tf.Module()
         module.model = model
         module.receive = receive
-        export_dir = os.path.join(os.fspath(export_dir_base), str(int(time.time())))
+        from est2tpu.runtime.tf2.export import timestamped_dir
+
+        export_dir = timestamped_dir(export_dir_base)
         with self._strategy.scope():
             tf.saved_model.save(
                 module, export_dir, signatures={"serving_default": serving.get_concrete_function()}

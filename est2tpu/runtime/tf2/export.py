@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
+
+
+def timestamped_dir(export_dir_base: Any) -> str:
+    """`<base>/<seconds since the epoch>`, as TF1's `get_timestamped_export_dir`: a name
+    already taken waits for the next second (two exports in one second must not collide:
+    train_and_evaluate exports after every evaluation)."""
+    for _ in range(10):
+        path = os.path.join(os.fspath(export_dir_base), str(int(time.time())))
+        if not os.path.exists(path):
+            return path
+        time.sleep(1)
+    raise RuntimeError(f"Failed to obtain a unique export directory name under {export_dir_base}")
 
 
 class PredictOutput:
