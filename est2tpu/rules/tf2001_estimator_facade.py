@@ -7,7 +7,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from est2tpu.cstutil import iter_calls, walk
 from est2tpu.ftypes import Target
-from est2tpu.index import ProjectIndex
+from est2tpu.index import ProjectIndex, node_code
 from est2tpu.names import attr_chain
 from est2tpu.rule import FileState, Rule
 
@@ -45,7 +45,25 @@ UNSUPPORTED_ARGS: dict[str, tuple[str, ...]] = {
         "prediction_hooks",
     ),
     "RunConfig": ("train_distribute", "eval_distribute", "experimental_distribute"),
+    "TrainSpec": ("hooks",),
+    "EvalSpec": ("hooks",),
 }
+# Estimator methods and where their `hooks` stand when passed by position.
+HOOK_POSITIONS = {"train": 1, "evaluate": 2, "predict": 2}
+# ... and where the constructors' unsupported arguments stand when passed by position.
+UNSUPPORTED_POSITIONS: dict[str, dict[int, str]] = {
+    "TrainSpec": {2: "hooks"},
+    "EvalSpec": {3: "hooks"},
+}
+
+
+def _nothing(expr: cst.BaseExpression) -> bool:
+    """`None`, `[]` or `()`: an argument that asks for nothing."""
+    if isinstance(expr, cst.Name):
+        return expr.value == "None"
+    return isinstance(expr, (cst.List, cst.Tuple)) and not expr.elements
+
+
 PREMADE_PREFIXES = ("Baseline", "BoostedTrees", "DNN", "Linear")
 # TF 2.15's V2 premade estimators the facade builds exactly (est2tpu/runtime/tf2/premade.py),
 # and the parameters of each, in order (positional arguments are matched against them).
@@ -221,6 +239,8 @@ class EstimatorFacade(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         canonical = self.tf_name(node.func)
         new = FACADE_NAMES.get(canonical or "")
+        if new is None and canonical is None:
+            self.check_method_hooks(node)
         if new is None:
             short = (canonical or "").rsplit(".", 1)[-1]
             if canonical == f"estimator.{short}" and short in PREMADE_FACADE:
@@ -237,10 +257,15 @@ class EstimatorFacade(Rule):
                 self.refuse(node.func, why_not(canonical))
                 self.keep.update(id(n) for n in _descendants(node))
             return
+        positions = UNSUPPORTED_POSITIONS.get(new, {})
         bad = [
-            a.keyword.value
-            for a in node.args
-            if a.keyword is not None and a.keyword.value in UNSUPPORTED_ARGS.get(new, ())
+            a.keyword.value if a.keyword is not None else positions[i]
+            for i, a in enumerate(node.args)
+            if not _nothing(a.value)
+            and (
+                (a.keyword is not None and a.keyword.value in UNSUPPORTED_ARGS.get(new, ()))
+                or (a.keyword is None and not a.star and i in positions)
+            )
         ]
         if any(a.star for a in node.args):
             self.refuse(
@@ -273,6 +298,27 @@ class EstimatorFacade(Rule):
                 f"{'it' if len(bad) == 1 else 'them'} ({how}), then re-run",
             )
             self.keep.add(id(node.func))
+
+    def check_method_hooks(self, node: cst.Call) -> None:
+        """`estimator.train/evaluate/predict(..., hooks=...)` on an Estimator the index saw:
+        the facade runs no SessionRunHooks (saving_listeners it calls like TF1)."""
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in HOOK_POSITIONS:
+            return
+        if (self.state.path, self.here, node_code(node)) not in self.state.index.use_sites:
+            return
+        at = HOOK_POSITIONS[func.attr.value]
+        for i, arg in enumerate(node.args):
+            named = arg.keyword.value if arg.keyword is not None else None
+            if (named == "hooks" or (named is None and not arg.star and i == at)) and not (
+                _nothing(arg.value)
+            ):
+                self.refuse(
+                    node,
+                    f"`.{func.attr.value}(hooks=...)`: the tf2 facade runs no SessionRunHooks; "
+                    "move the hooks' work into the model_fn or around the call, then re-run",
+                )
+                return
 
     def column_kinds(self) -> list[str]:
         """The `tf.feature_column.*` functions this module calls, other than the exact ones."""

@@ -105,6 +105,7 @@ class TrainSpec(NamedTuple):
     input_fn: Callable[..., Any]
     max_steps: int | None = None
     hooks: Any = ()
+    saving_listeners: Any = ()
 
 
 class EvalSpec(NamedTuple):
@@ -426,23 +427,46 @@ class Estimator:
                 False,
                 lambda: self._call_model_fn(features, labels, ModeKeys.TRAIN),
             )
-            scaled = [
-                (record, self._scaled(record.loss, inv, features, ctx)) for record in inv.train_ops
-            ]
         if spec.loss is None or not inv.train_ops:
             raise ValueError(
                 "est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
                 "and a train_op from optimizer.minimize(loss)"
             )
-        for record, loss in scaled:
+        # One all-reduce per step, outside the tape, for everything the step needs from the
+        # other replicas besides the gradients: each loss's global denominator and the
+        # reported loss (the replicas' mean, which strategy.reduce(MEAN) used to give after
+        # every step, a second collective). Each gradient is then taken with
+        # output_gradients = local / global denominator, which is exactly the backward pass
+        # of `loss * (local / global)`: the same numbers as scaling the loss in the tape.
+        reported = tf.cast(spec.loss, tf.float32)
+        locals_ = [self._local_denominator(r.loss, inv, features) for r in inv.train_ops]
+        summed = ctx.all_reduce(
+            tf.distribute.ReduceOp.SUM,
+            [tf.stop_gradient(d) for d in locals_ if d is not None] + [tf.stop_gradient(reported)],
+        )
+        totals = iter(summed[:-1])
+        for record, local in zip(inv.train_ops, locals_):
+            loss = record.loss
+            scale = None
+            if local is not None:
+                ratio = tf.cast(tf.math.divide_no_nan(local, next(totals)), loss.dtype)
+                scale = tf.ones_like(loss) * ratio
             variables = list(record.var_list or state.trainable_variables())
-            grads = tape.gradient(loss, variables)
+            grads = tape.gradient(loss, variables, output_gradients=scale)
             pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             record.optimizer.inner.apply_gradients(pairs)
         del tape
-        return tf.cast(spec.loss, tf.float32)
+        return summed[-1] / ctx.num_replicas_in_sync
+
+    @staticmethod
+    def _local_denominator(loss: Any, inv: Invocation, features: Any) -> Any:
+        """This replica's denominator of `loss` (None for a SUM: the replicas' sums add up)."""
+        record = next((r for r in inv.losses if r.loss is loss), None)
+        if record is not None and record.denominator is None:
+            return None
+        return record.denominator if record is not None else _batch_size(features)
 
     @staticmethod
     def _scaled(loss: Any, inv: Invocation, features: Any, ctx: Any) -> Any:
@@ -476,7 +500,8 @@ class Estimator:
                 if not optional.has_value():
                     break
                 per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
-                loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+                # Every replica returns the same all-reduced mean: take the first one.
+                loss = strategy.experimental_local_results(per_replica)[0]
                 state.global_step.assign_add(1)
                 done += 1
             return loss, done
@@ -808,7 +833,9 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         raise NotImplementedError("est2tpu tf2 facade: TrainSpec/EvalSpec hooks are not supported")
     listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
     estimator.train(
-        train_spec.input_fn, max_steps=train_spec.max_steps, saving_listeners=[listener]
+        train_spec.input_fn,
+        max_steps=train_spec.max_steps,
+        saving_listeners=[*(train_spec.saving_listeners or ()), listener],
     )
     return listener.metrics, listener.exports
 
