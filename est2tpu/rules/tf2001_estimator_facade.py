@@ -8,7 +8,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from est2tpu.cstutil import iter_calls, walk
 from est2tpu.ftypes import Target
 from est2tpu.index import ProjectIndex, node_code
-from est2tpu.names import attr_chain
+from est2tpu.names import attr_chain, canonical_tf
 from est2tpu.rule import FileState, Rule
 
 FACADE_MODULE = "est2tpu.runtime.tf2"
@@ -217,6 +217,20 @@ class EstimatorFacade(Rule):
     ID = "TF2001"
     KEYED = True  # looks Estimator constructions up in the index by order
     TARGETS = (Target.TF2,)
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        """The file names the Estimator API in its code, imports a name from it, or calls
+        train/evaluate/predict on an Estimator the index saw."""
+        if any(path == state.path for path, _, _ in state.index.use_sites):
+            return True
+        for target in state.imports.bindings.values():
+            name = canonical_tf(target)
+            if name is not None and (
+                name == "estimator" or name.startswith(("estimator.", "keras.estimator"))
+            ):
+                return True
+        return state.imports.uses(state.original, "estimator", "keras.estimator")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
