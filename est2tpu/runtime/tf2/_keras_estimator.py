@@ -23,6 +23,7 @@ programs were written for.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -106,7 +107,7 @@ class KerasEstimator:
                 metrics=_clone_compile_arg(args["metrics"]),
                 loss_weights=args["loss_weights"],
                 weighted_metrics=_clone_compile_arg(args["weighted_metrics"]),
-                steps_per_execution=self._config.steps_per_execution,
+                steps_per_execution=_execution_steps(self._config),
                 jit_compile=self._config.jit_compile,
             )
             # Create the optimizer's slots now, so a checkpoint restores them too.
@@ -185,11 +186,16 @@ class KerasEstimator:
         saving_listeners: Any = None,
     ) -> KerasEstimator:
         """Train for `steps` more steps, or until the global step reaches `max_steps`
-        (`fit` with `steps_per_epoch`; without either, until the input ends)."""
+        (`fit` with `steps_per_epoch`; without either, until the input ends).
+
+        `saving_listeners` are called around every checkpoint as TF1's CheckpointSaverHook
+        calls them (the first at the starting step), with `session=None`; an `after_save`
+        returning True stops training."""
         import tensorflow as tf
 
-        if hooks or saving_listeners:
+        if hooks:
             raise NotImplementedError("est2tpu tf2 facade: train(hooks=...) is not supported")
+        listeners = list(saving_listeners or ())
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
         start = self.global_step
@@ -200,14 +206,16 @@ class KerasEstimator:
         if todo is not None and todo <= 0:
             return self
         dataset = self._dataset(input_fn, ModeKeys.TRAIN)
+        saver = _Saver(self, listeners)
+        saver.begin()
         callbacks = []
         every = self._config.save_checkpoints_steps
         if every:
-            callbacks.append(_save_every(self, every))
+            callbacks.append(_save_every(self, every, saver))
         history = self._model.fit(
             dataset, epochs=1, steps_per_epoch=todo, verbose=0, callbacks=callbacks
         )
-        self._save()
+        saver.end()
         losses = history.history.get("loss") or []
         if losses:
             with tf.summary.create_file_writer(self._model_dir).as_default():
@@ -327,7 +335,52 @@ class KerasEstimator:
     export_savedmodel = export_saved_model
 
 
-def _save_every(estimator: KerasEstimator, every: int) -> Any:
+def _execution_steps(config: RunConfig) -> int:
+    """Keras runs `steps_per_execution` steps between callbacks: a divisor of
+    `save_checkpoints_steps`, so checkpoints (and train_and_evaluate's evaluations) land on
+    the steps TF1 saved at."""
+    every = config.save_checkpoints_steps
+    return math.gcd(config.steps_per_execution, every) if every else config.steps_per_execution
+
+
+class _Saver:
+    """Checkpoints of one `train` call, with its saving listeners around each."""
+
+    def __init__(self, estimator: KerasEstimator, listeners: list[Any]) -> None:
+        self.estimator = estimator
+        self.listeners = listeners
+        self.saved: int | None = None
+
+    def begin(self) -> None:
+        if self.listeners:  # TF1 saved (and told its listeners) at the starting step
+            for listener in self.listeners:
+                listener.begin()
+            self.save()
+
+    def save(self) -> bool:
+        """Save now; True when a listener asks to stop."""
+        step = self.estimator.global_step
+        for listener in self.listeners:
+            listener.before_save(None, step)
+        self.estimator._save()
+        self.saved = step
+        stop = False
+        for listener in self.listeners:
+            stop = bool(listener.after_save(None, step)) or stop
+        return stop
+
+    def end(self) -> None:
+        step = self.estimator.global_step
+        if not self.listeners:
+            self.estimator._save()
+            return
+        if self.saved != step:
+            self.save()
+        for listener in self.listeners:
+            listener.end(None, step)
+
+
+def _save_every(estimator: KerasEstimator, every: int, saver: _Saver) -> Any:
     """A Keras callback saving a checkpoint each time the step passes a multiple of `every`
     (with steps_per_execution, Keras reports every that many steps)."""
     k = keras()
@@ -341,7 +394,8 @@ def _save_every(estimator: KerasEstimator, every: int) -> Any:
             now = estimator.global_step // every
             if now != self.last:
                 self.last = now
-                estimator._save()
+                if saver.save():
+                    self.model.stop_training = True
 
     return SaveEvery()
 
