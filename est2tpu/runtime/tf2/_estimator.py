@@ -427,46 +427,23 @@ class Estimator:
                 False,
                 lambda: self._call_model_fn(features, labels, ModeKeys.TRAIN),
             )
+            scaled = [
+                (record, self._scaled(record.loss, inv, features, ctx)) for record in inv.train_ops
+            ]
         if spec.loss is None or not inv.train_ops:
             raise ValueError(
                 "est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
                 "and a train_op from optimizer.minimize(loss)"
             )
-        # One all-reduce per step, outside the tape, for everything the step needs from the
-        # other replicas besides the gradients: each loss's global denominator and the
-        # reported loss (the replicas' mean, which strategy.reduce(MEAN) used to give after
-        # every step, a second collective). Each gradient is then taken with
-        # output_gradients = local / global denominator, which is exactly the backward pass
-        # of `loss * (local / global)`: the same numbers as scaling the loss in the tape.
-        reported = tf.cast(spec.loss, tf.float32)
-        locals_ = [self._local_denominator(r.loss, inv, features) for r in inv.train_ops]
-        summed = ctx.all_reduce(
-            tf.distribute.ReduceOp.SUM,
-            [tf.stop_gradient(d) for d in locals_ if d is not None] + [tf.stop_gradient(reported)],
-        )
-        totals = iter(summed[:-1])
-        for record, local in zip(inv.train_ops, locals_):
-            loss = record.loss
-            scale = None
-            if local is not None:
-                ratio = tf.cast(tf.math.divide_no_nan(local, next(totals)), loss.dtype)
-                scale = tf.ones_like(loss) * ratio
+        for record, loss in scaled:
             variables = list(record.var_list or state.trainable_variables())
-            grads = tape.gradient(loss, variables, output_gradients=scale)
+            grads = tape.gradient(loss, variables)
             pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             record.optimizer.inner.apply_gradients(pairs)
         del tape
-        return summed[-1] / ctx.num_replicas_in_sync
-
-    @staticmethod
-    def _local_denominator(loss: Any, inv: Invocation, features: Any) -> Any:
-        """This replica's denominator of `loss` (None for a SUM: the replicas' sums add up)."""
-        record = next((r for r in inv.losses if r.loss is loss), None)
-        if record is not None and record.denominator is None:
-            return None
-        return record.denominator if record is not None else _batch_size(features)
+        return tf.cast(spec.loss, tf.float32)
 
     @staticmethod
     def _scaled(loss: Any, inv: Invocation, features: Any, ctx: Any) -> Any:
@@ -500,8 +477,7 @@ class Estimator:
                 if not optional.has_value():
                     break
                 per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
-                # Every replica returns the same all-reduced mean: take the first one.
-                loss = strategy.experimental_local_results(per_replica)[0]
+                loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
                 state.global_step.assign_add(1)
                 done += 1
             return loss, done
