@@ -402,16 +402,6 @@ class Estimator:
         self._manager.save(checkpoint_number=int(state.global_step.numpy()))
         self._last_save = time.monotonic()
 
-    def _save_for(self, listeners: list[Any], step: int) -> bool:
-        """Save a checkpoint between the listeners' before/after_save; True: stop."""
-        for listener in listeners:
-            listener.before_save(None, step)
-        self._save()
-        stop = False
-        for listener in listeners:
-            stop = bool(listener.after_save(None, step)) or stop
-        return stop
-
     # -- train --------------------------------------------------------------------------
 
     def _replica_train(self, element: Any) -> Any:
@@ -524,14 +514,9 @@ class Estimator:
         config = self._config
         counter = _StepCounter(config.log_step_count_steps)
         step = start
-        saved = None  # the step of the last checkpoint saved with listeners
-        if listeners:
-            for listener in listeners:
-                listener.begin()
-            stop = self._save_for(listeners, step)
-            saved = step
-            if stop:
-                target = step
+        saves = CheckpointSaves(self._save, lambda: int(state.global_step.numpy()), listeners)
+        if saves.begin():
+            target = step
         while target is None or step < target:
             n = config.steps_per_execution
             if target is not None:
@@ -554,25 +539,15 @@ class Estimator:
             ):
                 with writer.as_default():
                     _scalar_summary("loss", loss, step)
-            if (config.save_checkpoints_steps and step % config.save_checkpoints_steps == 0) or (
+            due = (config.save_checkpoints_steps and step % config.save_checkpoints_steps == 0) or (
                 config.save_checkpoints_secs
                 and time.monotonic() - self._last_save >= config.save_checkpoints_secs
-            ):
-                if listeners:
-                    saved = step
-                    if self._save_for(listeners, step):
-                        break
-                else:
-                    self._save()
+            )
+            if due and saves.save():
+                break
             if int(done) < n:
                 break  # the input ran out, as TF1's OutOfRangeError ended train()
-        if listeners:
-            if saved != step:
-                self._save_for(listeners, step)
-            for listener in listeners:
-                listener.end(None, step)
-        else:
-            self._save()
+        saves.end()
         if writer is not None:
             writer.flush()
         return self
@@ -798,6 +773,50 @@ class Estimator:
                 module, export_dir, signatures={"serving_default": serving.get_concrete_function()}
             )
         return export_dir.encode()
+
+
+class CheckpointSaves:
+    """The checkpoints of one `train` call, with its saving listeners called around each as
+    TF1's CheckpointSaverHook called them (`session=None`). Without listeners: a save in
+    the loop when one is due and one at the end, nothing at the start."""
+
+    def __init__(
+        self, save: Callable[[], None], step: Callable[[], int], listeners: list[Any]
+    ) -> None:
+        self._save = save
+        self._step = step
+        self.listeners = listeners
+        self.saved: int | None = None  # the step of the last save
+
+    def begin(self) -> bool:
+        """With listeners, TF1 saved (and told them) at the starting step. True: stop."""
+        if not self.listeners:
+            return False
+        for listener in self.listeners:
+            listener.begin()
+        return self.save()
+
+    def save(self) -> bool:
+        """Save now; True when a listener asks to stop."""
+        step = self._step()
+        for listener in self.listeners:
+            listener.before_save(None, step)
+        self._save()
+        self.saved = step
+        stop = False
+        for listener in self.listeners:
+            stop = bool(listener.after_save(None, step)) or stop
+        return stop
+
+    def end(self) -> None:
+        if not self.listeners:
+            self._save()
+            return
+        step = self._step()
+        if self.saved != step:
+            self.save()
+        for listener in self.listeners:
+            listener.end(None, step)
 
 
 def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> Any:

@@ -31,7 +31,12 @@ from typing import Any
 
 from est2tpu.runtime.tf2 import _strategy
 from est2tpu.runtime.tf2._core import ModeKeys
-from est2tpu.runtime.tf2._estimator import RunConfig, _scalar_summary, _serving_receiver
+from est2tpu.runtime.tf2._estimator import (
+    CheckpointSaves,
+    RunConfig,
+    _scalar_summary,
+    _serving_receiver,
+)
 from est2tpu.runtime.tf2._keras import keras
 
 
@@ -206,7 +211,7 @@ class KerasEstimator:
         if todo is not None and todo <= 0:
             return self
         dataset = self._dataset(input_fn, ModeKeys.TRAIN)
-        saver = _Saver(self, listeners)
+        saver = CheckpointSaves(self._save, lambda: self.global_step, listeners)
         saver.begin()
         callbacks = []
         every = self._config.save_checkpoints_steps
@@ -343,44 +348,7 @@ def _execution_steps(config: RunConfig) -> int:
     return math.gcd(config.steps_per_execution, every) if every else config.steps_per_execution
 
 
-class _Saver:
-    """Checkpoints of one `train` call, with its saving listeners around each."""
-
-    def __init__(self, estimator: KerasEstimator, listeners: list[Any]) -> None:
-        self.estimator = estimator
-        self.listeners = listeners
-        self.saved: int | None = None
-
-    def begin(self) -> None:
-        if self.listeners:  # TF1 saved (and told its listeners) at the starting step
-            for listener in self.listeners:
-                listener.begin()
-            self.save()
-
-    def save(self) -> bool:
-        """Save now; True when a listener asks to stop."""
-        step = self.estimator.global_step
-        for listener in self.listeners:
-            listener.before_save(None, step)
-        self.estimator._save()
-        self.saved = step
-        stop = False
-        for listener in self.listeners:
-            stop = bool(listener.after_save(None, step)) or stop
-        return stop
-
-    def end(self) -> None:
-        step = self.estimator.global_step
-        if not self.listeners:
-            self.estimator._save()
-            return
-        if self.saved != step:
-            self.save()
-        for listener in self.listeners:
-            listener.end(None, step)
-
-
-def _save_every(estimator: KerasEstimator, every: int, saver: _Saver) -> Any:
+def _save_every(estimator: KerasEstimator, every: int, saver: CheckpointSaves) -> Any:
     """A Keras callback saving a checkpoint each time the step passes a multiple of `every`
     (with steps_per_execution, Keras reports every that many steps)."""
     k = keras()
