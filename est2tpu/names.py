@@ -179,19 +179,18 @@ class ImportTable:
         last part of a spelling is one identifier that the raw text must hold: a cheap
         test first, so the tokenizer runs only on files that may use the names.
         """
-        spellings = [s for c in canonicals for s in self.spellings(c)]
-        if not any(s.rpartition(".")[2] in text for s in spellings):
-            return False
-        code = code_only(text)
-        return any(s in code for s in spellings)
+        return self._in_code(text, canonicals, "")
 
     def calls(self, text: str, *canonicals: str) -> bool:
         """`uses`, for a call of one of these names (`name(`)."""
+        return self._in_code(text, canonicals, "(")
+
+    def _in_code(self, text: str, canonicals: tuple[str, ...], after: str) -> bool:
         spellings = [s for c in canonicals for s in self.spellings(c)]
         if not any(s.rpartition(".")[2] in text for s in spellings):
             return False
         code = code_only(text)
-        return any(f"{s}(" in code for s in spellings)
+        return any(s + after in code for s in spellings)
 
     def may_call(self, text: str, *canonicals: str) -> bool:
         """Does `text` spell a call of any of these canonical names (`name(`)?"""

@@ -57,6 +57,13 @@ UNSUPPORTED_POSITIONS: dict[str, dict[int, str]] = {
 }
 
 
+def _fills(arg: cst.Arg, index: int, positions: dict[int, str]) -> str | None:
+    """The parameter an argument fills: its keyword, or the name at its position."""
+    if arg.keyword is not None:
+        return arg.keyword.value
+    return None if arg.star else positions.get(index)
+
+
 def _nothing(expr: cst.BaseExpression) -> bool:
     """`None`, `[]` or `()`: an argument that asks for nothing."""
     if isinstance(expr, cst.Name):
@@ -273,13 +280,10 @@ class EstimatorFacade(Rule):
             return
         positions = UNSUPPORTED_POSITIONS.get(new, {})
         bad = [
-            a.keyword.value if a.keyword is not None else positions[i]
+            name
             for i, a in enumerate(node.args)
-            if not _nothing(a.value)
-            and (
-                (a.keyword is not None and a.keyword.value in UNSUPPORTED_ARGS.get(new, ()))
-                or (a.keyword is None and not a.star and i in positions)
-            )
+            if (name := _fills(a, i, positions)) in UNSUPPORTED_ARGS.get(new, ())
+            and not _nothing(a.value)
         ]
         if any(a.star for a in node.args):
             self.refuse(
@@ -321,12 +325,9 @@ class EstimatorFacade(Rule):
             return
         if (self.state.path, self.here, node_code(node)) not in self.state.index.use_sites:
             return
-        at = HOOK_POSITIONS[func.attr.value]
+        positions = {HOOK_POSITIONS[func.attr.value]: "hooks"}
         for i, arg in enumerate(node.args):
-            named = arg.keyword.value if arg.keyword is not None else None
-            if (named == "hooks" or (named is None and not arg.star and i == at)) and not (
-                _nothing(arg.value)
-            ):
+            if _fills(arg, i, positions) == "hooks" and not _nothing(arg.value):
                 self.refuse(
                     node,
                     f"`.{func.attr.value}(hooks=...)`: the tf2 facade runs no SessionRunHooks; "
