@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
@@ -180,9 +179,7 @@ _INPUT_PROBE = textwrap.dedent(
 
 @pytest.mark.tf
 def test_input_functions_match_the_originals_off_tpu_and_are_datasets_on_tpu() -> None:
-    proc = _harness().run_tf_code(_INPUT_PROBE)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = _harness().run_tf_json(_INPUT_PROBE)
     assert report["shim"] == report["original"]
     assert [labels for _, _, labels in report["shim"]] == [
         [100, 101, 102, 103],

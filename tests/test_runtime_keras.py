@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 import textwrap
 from pathlib import Path
@@ -178,9 +177,7 @@ _OPTIMIZER_PROBE = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def optimizer_report() -> dict[str, Any]:
-    proc = _harness().run_tf_code(_OPTIMIZER_PROBE)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    report: dict[str, Any] = _harness().run_tf_json(_OPTIMIZER_PROBE)
     return report
 
 
@@ -279,9 +276,7 @@ _ESTIMATOR_PROBE = textwrap.dedent(
 
 @pytest.mark.tf
 def test_model_to_estimator_builds_a_tpu_estimator_that_starts_from_the_keras_weights() -> None:
-    proc = _harness().run_tf_code(_ESTIMATOR_PROBE)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = _harness().run_tf_json(_ESTIMATOR_PROBE)
     assert report["type"] == "TPUEstimator"
     assert report["use_tpu"] is False
     # Predict before any training = the Keras model's own predictions (warm start).

@@ -213,9 +213,7 @@ _LOOP_PROBE = textwrap.dedent(
 
 @pytest.mark.tf
 def test_loop_schedule_exporters_hooks_and_resume() -> None:
-    proc = _harness().run_tf_code(_LOOP_PROBE)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = _harness().run_tf_json(_LOOP_PROBE)
     export_path = str(Path(report["model_dir"]) / "export" / "probe")
     first = report["first"]
     # Stretches end on checkpoint boundaries 4, 8 and at max_steps 10.

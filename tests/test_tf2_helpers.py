@@ -7,7 +7,7 @@ from pathlib import Path
 from est2tpu import api, pipeline
 from est2tpu.ftypes import Status, Target
 
-MODEL = '''\
+MODEL = """\
 import tensorflow as tf
 
 from trainer import blocks
@@ -22,9 +22,9 @@ def model_fn(features, labels, mode, params):
 
 
 estimator = tf.estimator.Estimator(model_fn=model_fn)
-'''
+"""
 # No pre-filter token at all ("stimator", "model_fn", ...): only its TensorFlow import.
-BLOCKS = '''\
+BLOCKS = """\
 import tensorflow as tf
 
 
@@ -43,7 +43,7 @@ def head(net):
 
 def unrelated(net):
     return tf.compat.v1.layers.dense(net, 3)
-'''
+"""
 
 
 def project(tmp_path: Path) -> Path:

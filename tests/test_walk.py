@@ -14,7 +14,7 @@ LIBCST_SOURCES = Path(cst.__file__).parent
 
 # Syntax the fixtures may not have: every compound statement, match, async, walrus,
 # f-strings, star targets, type parameters, decorators, global/nonlocal, except*.
-EVERYTHING = '''
+EVERYTHING = """
 from __future__ import annotations
 import a.b as c, d
 from .e import (f as g, h)
@@ -53,7 +53,7 @@ class K[T](Base, metaclass=M):
         elif c: d
         else: e
         return (yield), {*s}, {1, 2}, (1,), a if b else c, a[...], r"raw" "concat", b"x"
-'''
+"""
 
 
 class Recorder(cst.CSTVisitor):

@@ -143,14 +143,16 @@ def tf_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def run_tf_code(
     code: str,
-    *,
+    *args: str,
+    python: str | None = None,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` with the TF interpreter (``python -c``); never raises on failure."""
+    """Run ``code`` (``python -c code *args``) with the TF 2.15 interpreter, or ``python``;
+    never raises on failure."""
     return subprocess.run(
-        [tf_python(), "-c", code],
+        [python or tf_python(), "-c", code, *args],
         cwd=cwd or REPO_ROOT,
         env=tf_env(env),
         capture_output=True,
@@ -158,6 +160,13 @@ def run_tf_code(
         timeout=timeout,
         check=False,
     )
+
+
+def run_tf_json(code: str, *args: str, **kwargs: Any) -> Any:
+    """`run_tf_code`, which must succeed: the JSON its last line of output prints."""
+    proc = run_tf_code(code, *args, **kwargs)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def copy_project(name: str, dest: Path) -> Path:

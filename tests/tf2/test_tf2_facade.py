@@ -111,11 +111,9 @@ _SYMBOLS_PROBE = textwrap.dedent(
 @pytest.mark.tf
 def test_mapped_symbols_exist_in_tf215_with_their_parameters(harness: ModuleType) -> None:
     data = {"mappings": [[m.old, m.new] for m in MAPPINGS], "facade_names": list(FACADE_NAMES)}
-    proc = harness.run_tf_code(
+    report = harness.run_tf_json(
         f"DATA = {json.dumps(data)!r}\nimport json\nDATA = json.loads(DATA)\n" + _SYMBOLS_PROBE
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["version"].startswith("2.15")
     assert report["problems"] == []
 
@@ -224,17 +222,9 @@ _FACADE_PROBE = textwrap.dedent(
 
 
 def _probe(tfcur: str, harness: ModuleType, tmp: Path, env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [tfcur, "-c", _FACADE_PROBE, str(tmp / "model")],
-        cwd=REPO_ROOT,
-        env=harness.tf_env(env),
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
+    report: dict[str, Any] = harness.run_tf_json(
+        _FACADE_PROBE, str(tmp / "model"), python=tfcur, env=env, timeout=400
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return report
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 import textwrap
 from pathlib import Path
 from types import ModuleType
@@ -12,21 +10,9 @@ from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 def _run(python: str, harness: ModuleType, code: str, *args: str, env: Any = None) -> Any:
-    proc = subprocess.run(
-        [python, "-c", code, *args],
-        cwd=REPO_ROOT,
-        env=harness.tf_env(env),
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return harness.run_tf_json(code, *args, python=python, env=env, timeout=400)
 
 
 # Under TensorFlow 2.15: TF1's queue-fed input functions next to the facade's datasets.

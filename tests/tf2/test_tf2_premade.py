@@ -4,8 +4,6 @@ rule's table of arguments (positional order included) is that constructor."""
 from __future__ import annotations
 
 import inspect
-import json
-import subprocess
 import textwrap
 from types import ModuleType
 from typing import Any
@@ -41,9 +39,7 @@ _SAME_MEANING = {
 @pytest.fixture(scope="module")
 def tf215_signatures(harness: ModuleType) -> dict[str, Any]:
     code = _PROBE.replace("NAMES", repr(sorted(PREMADE_FACADE)))
-    proc = harness.run_tf_code(code)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = harness.run_tf_json(code)
     return result
 
 
@@ -117,14 +113,4 @@ def test_multiclass_batch_norm_and_dropout_premades(harness: ModuleType, tfcur: 
 
 
 def _run(python: str, harness: ModuleType, which: str, env: Any = None) -> Any:
-    proc = subprocess.run(
-        [python, "-c", _TRAIN_PROBE, which],
-        cwd=harness.REPO_ROOT,
-        env=harness.tf_env(env),
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return harness.run_tf_json(_TRAIN_PROBE, which, python=python, env=env, timeout=400)
