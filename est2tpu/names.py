@@ -192,10 +192,6 @@ class ImportTable:
         code = code_only(text)
         return any(s + after in code for s in spellings)
 
-    def may_call(self, text: str, *canonicals: str) -> bool:
-        """Does `text` spell a call of any of these canonical names (`name(`)?"""
-        return any(f"{s}(" in text for c in canonicals for s in self.spellings(c))
-
 
 def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     collector = _ImportCollector()
