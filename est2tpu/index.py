@@ -702,11 +702,14 @@ class _UseCollector(_Scoped):
             if commit:
                 site.tpu = True
                 self.ix.index.numpy_inputs.add(self.node_keys[id(numpy_call)])
-            numpy_batch = call_arg(
-                numpy_call,
-                "batch_size",
-                NUMPY_INPUTS[self.src.imports.tf_name(numpy_call.func) or ""],
-            )
+            name = self.src.imports.tf_name(numpy_call.func)
+            if name is None and not (self.src.imports.qualify(numpy_call.func) or "").startswith(
+                SHIM + "tf2."
+            ):
+                # The tpu-estimator shim's own numpy/pandas input function (code migrated
+                # before): it batches by params["batch_size"]; the TPUEstimator has the size.
+                return None
+            numpy_batch = call_arg(numpy_call, "batch_size", NUMPY_INPUTS.get(name or "", 2))
             if numpy_batch is None:
                 return BatchSize(mode, DEFAULT_NUMPY_BATCH, True)
             return self.batch_from_call_site(mode, numpy_batch.value)
