@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,6 +159,12 @@ class _Resolver:
                     if a.name != "*":
                         self.alias[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
 
+    def via_estimator_import(self, node: ast.AST) -> bool:
+        """Is the head name of this chain bound by an import of an Estimator-only module?"""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and _is_estimator_api(self.alias.get(node.id))
+
     def qualify(self, node: ast.AST) -> str | None:
         chain: list[str] = []
         while isinstance(node, ast.Attribute):
@@ -175,9 +181,7 @@ class _Resolver:
 def _is_estimator_api(q: str | None) -> bool:
     if not q or q.startswith("est2tpu"):
         return False
-    if q.startswith("tensorflow.compat.v1.estimator.tpu") or q.startswith(
-        "tensorflow.compat.v1.tpu"
-    ):
+    if q.startswith(("tensorflow.compat.v1.estimator.tpu", "tensorflow.compat.v1.tpu")):
         return False  # the TPU homes the tpu-estimator target writes
     return any(q == root or q.startswith(root + ".") for root in ESTIMATOR_ROOTS)
 
@@ -251,8 +255,18 @@ def analyse(text: str, rel: Path, target: str) -> tuple[FileFacts, list[Construc
                 q = res.qualify(base)
                 if _is_estimator_api(q) and q and q.rsplit(".", 1)[-1].endswith("Estimator"):
                     facts.builds_estimator = facts.uses_api = True
-                    if target == "tf2" or "TPU" not in q:
+                    if target == "tpu-estimator" and "TPU" not in q:
                         add("Estimator subclass", node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and target == "tf2":
+            # Current TensorFlow has no Estimator-only module: the import itself fails.
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif node.level:
+                modules = []
+            else:
+                modules = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            if any(_is_estimator_api(m) for m in modules):
+                add("import of an Estimator-only module", node)
         elif isinstance(node, ast.Call):
             q = res.qualify(node.func)
             last = q.rsplit(".", 1)[-1] if q else ""
@@ -268,18 +282,14 @@ def analyse(text: str, rel: Path, target: str) -> tuple[FileFacts, list[Construc
                 kind = _tpu_estimator_residual(q, last, node)
                 if kind:
                     add(kind, node)
-            elif _is_estimator_api(q):
-                add(f"tf.estimator API ({last})", node)
     if target == "tf2":
-        # A use that is not a call still names an API current TensorFlow does not have.
-        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        seen = {c.line for c in left}
+        # A use through a module current TensorFlow has (`tf.estimator.X`) fails at the use;
+        # one through an Estimator-only import already failed at the import.
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and id(node) not in called:
-                if isinstance(node.ctx, ast.Load) and _is_estimator_api(res.qualify(node)):
-                    if node.lineno not in seen:
-                        add(f"tf.estimator API ({node.attr})", node)
-                        seen.add(node.lineno)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                q = res.qualify(node)
+                if _is_estimator_api(q) and not res.via_estimator_import(node):
+                    add("tf.estimator API use", node)
     # One construct per statement and kind.
     uniq: dict[tuple[str, int], Construct] = {}
     for c in left:
@@ -333,16 +343,17 @@ class Stats:
     details: list[str] = field(default_factory=list)
 
     def add(self, other: Stats) -> None:
-        for name in ("files", "uses_api", "model_or_estimator", "changed", "failed_input",
-                     "crashes", "not_compiling", "second_run", "handled", "left", "covered"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))  # fmt: skip
+        for f in fields(self):
+            if f.type == "int":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         self.findings.update(other.findings)
         self.details.extend(other.details)
 
 
 def est2tpu(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("est2tpu") or str(REPO / ".venv" / "bin" / "est2tpu")
-    return subprocess.run([exe, *args], capture_output=True, text=True, check=False)
+    """The real CLI, as installed beside the Python that runs this script."""
+    cmd = [sys.executable, "-m", "est2tpu", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
 
 
 def _report(proc: subprocess.CompletedProcess[str], what: str, stats: Stats) -> dict:
@@ -400,7 +411,7 @@ def run_project(project: Path, pristine: Path, target: str) -> Stats:
                     stats.details.append(f"does not compile: {path}: {exc}")
         old_units = dict(code_units(path.suffix, old))
         uses_api = relevant = False
-        for _, text in old_units.items():
+        for text in old_units.values():
             facts, _ = analyse(text, rel, target)
             uses_api |= facts.uses_api
             relevant |= facts.defines_model_fn or facts.builds_estimator

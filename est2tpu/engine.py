@@ -183,6 +183,8 @@ def _transform(
 
     state.code_of = code_of
     kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
+    final = [rule_cls for rule_cls in rules if rule_cls.FINAL]
+    rules = [rule_cls for rule_cls in rules if not rule_cls.FINAL]
     for _ in range(MAX_PASSES):
         before = module
         for rule_cls in rules:
@@ -207,6 +209,16 @@ def _transform(
             break
     else:
         raise MigrationError(f"internal error: the rules did not converge in {MAX_PASSES} passes")
+    for rule_cls in final:  # what the rules left behind, reported once, over the final tree
+        if module is not imports_of:
+            state.imports, imports_of = ImportTable.from_module(module), module
+        if not rule_cls.applies(state):
+            continue
+        state.current = module
+        rule = rule_cls(CodemodContext(filename=path), state)
+        if module.visit(rule).code != code_of(module):
+            raise MigrationError(f"internal error: {rule_cls.ID} changed the code it reports on")
+        rule.flush(module)
     state.current = None
     state.code_of = None
     new_text = code_of(module)

@@ -245,3 +245,43 @@ def attr_chain(name: str) -> cst.BaseExpression:
     for part in parts[1:]:
         node = cst.Attribute(value=node, attr=cst.Name(part))
     return node
+
+
+# Modules that exist only beside the Estimator (TensorFlow <= 2.15 with tensorflow_estimator,
+# or TF 1's contrib): current TensorFlow has none of them.
+ESTIMATOR_ONLY_MODULES = (
+    "tensorflow_estimator",
+    "tensorflow.estimator",
+    "tensorflow.compat.v1.estimator",
+    "tensorflow.compat.v2.estimator",
+    "tensorflow.python.estimator",
+    "tensorflow.keras.estimator",
+    "tensorflow.compat.v1.keras.estimator",
+    "tensorflow.python.keras.estimator",
+    "tensorflow.contrib.estimator",
+    "tensorflow.contrib.learn",
+    "tensorflow.contrib.tpu",
+)
+_PRIVATE_ESTIMATOR = ("tensorflow_estimator.python.estimator.", "tensorflow.python.estimator.")
+
+
+def in_estimator_only_module(qualified: str | None) -> bool:
+    """Is this qualified name (a module or a name in one) Estimator-only?"""
+    return qualified is not None and any(
+        qualified == m or qualified.startswith(m + ".") for m in ESTIMATOR_ONLY_MODULES
+    )
+
+
+def estimator_name(imports: ImportTable, node: cst.BaseExpression) -> str | None:
+    """The canonical name of an Estimator API, public or reached through tensorflow_estimator's
+    private modules (`tensorflow_estimator.python.estimator.model_fn.EstimatorSpec` is
+    `estimator.EstimatorSpec`), or None."""
+    qualified = imports.qualify(node)
+    if qualified is None:
+        return None
+    if qualified.startswith(_PRIVATE_ESTIMATOR):
+        # The private `EstimatorV2`, `LinearClassifierV2`, ... are what TF 2 exports as
+        # `tf.estimator.Estimator`, `tf.estimator.LinearClassifier`, ...
+        short = qualified.rpartition(".")[2]
+        return "estimator." + short.removesuffix("V2")
+    return canonical_tf(qualified)

@@ -85,6 +85,10 @@ class Rule(ContextAwareTransformer):
     # Rules that can say, node by node, what they act on set this and define `wanted`:
     # the engine then enters only the statements holding such a node (see `statements`).
     PRUNE: ClassVar[bool] = False
+    # Report-only rules that name what the other rules left behind set this: the engine runs
+    # them once, over the final tree, after every other rule has converged and reported.
+    # They must not change the tree.
+    FINAL: ClassVar[bool] = False
 
     def __init__(self, context: CodemodContext, state: FileState) -> None:
         super().__init__(context)
@@ -216,6 +220,8 @@ class Rule(ContextAwareTransformer):
         if not self._pending:
             return
         positions = MetadataWrapper(seen, unsafe_skip_copy=True).resolve(PositionProvider)
+        # A FINAL rule stays quiet where another rule's finding already explains the line.
+        explained = {f.position.line for f in self.state.findings} if self.FINAL else set()
         for node, text, is_finding in self._pending:
             code_range = positions.get(node)
             line, column = (
@@ -223,6 +229,8 @@ class Rule(ContextAwareTransformer):
             )
             if is_finding:
                 pos = Position(self.state.original_line(line), column)
+                if pos.line in explained:
+                    continue
                 self.state.findings.add(Finding(self.ID, text, pos, self.state.path))
             else:
                 self.state.edits.append(Edit(self.ID, Position(line, column), text))

@@ -1,0 +1,94 @@
+"""TF2004: every Estimator API left after the tf2 rules gets a finding: current TensorFlow has none.
+
+TF2001 moves what the facade provides exactly; TF2002/TF2003 handle TF1 code in model_fns.
+What is left still names `tf.estimator`, `tensorflow_estimator` or `tf.contrib`, which current
+TensorFlow (2.16+) does not have: an import of such a module fails, an attribute use raises.
+This rule runs once, after the others, over the final code, and reports each import of such a
+module and each `tf.estimator...` use, unless another rule already explained that line.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.ftypes import Target
+from est2tpu.names import ESTIMATOR_ONLY_MODULES, dotted, in_estimator_only_module
+from est2tpu.rule import FileState, Rule
+
+_FACADE = (
+    "est2tpu.runtime.tf2 provides Estimator, EstimatorSpec, ModeKeys, RunConfig, TrainSpec, "
+    "EvalSpec, train_and_evaluate, exporters, inputs.numpy_input_fn/pandas_input_fn, "
+    "model_to_estimator and the DNN/Linear classifiers and regressors; heads, hooks, "
+    "feature-column premades, TPU and Estimator internals have no equivalent there"
+)
+
+
+def _module_hint(module: str) -> str:
+    if module.startswith("tensorflow.contrib"):
+        return "tf.contrib was removed in TensorFlow 2"
+    return "tf.estimator was removed in TensorFlow 2.16"
+
+
+class EstimatorApiLeft(Rule):
+    ID = "TF2004"
+    TARGETS = (Target.TF2,)
+    FINAL = True
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        imports = state.imports
+        if any(in_estimator_only_module(t) for t in imports.bindings.values()):
+            return True
+        roots = [
+            m[len("tensorflow.") :] for m in ESTIMATOR_ONLY_MODULES if m.startswith("tensorflow.")
+        ]
+        return imports.uses(state.original, *roots)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            module = dotted(alias.name) or ""
+            if in_estimator_only_module(module):
+                self._import(node, module, bound=alias.evaluated_alias or module)
+        return False  # the names in an import statement are not uses
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.relative or node.module is None:
+            return False
+        base = dotted(node.module) or ""
+        if isinstance(node.names, cst.ImportStar):
+            if in_estimator_only_module(base):
+                self._import(node, base, bound="*")
+            return False
+        for alias in node.names:
+            module = f"{base}.{dotted(alias.name)}"
+            if in_estimator_only_module(module):
+                self._import(node, module, bound=alias.evaluated_alias or alias.evaluated_name)
+        return False
+
+    def _import(self, node: cst.CSTNode, module: str, bound: str) -> None:
+        self.refuse(
+            node,
+            f"`{module}` does not exist in current TensorFlow ({_module_hint(module)}) and "
+            f"est2tpu could not move what this file uses through `{bound}` to the tf2 facade: "
+            f"port those uses by hand, then delete the import ({_FACADE})",
+        )
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        qualified = self.state.imports.qualify(node)
+        if not in_estimator_only_module(qualified):
+            return True
+        # Reached through a module current TensorFlow has (`tf.estimator.X`): the use fails.
+        head = node
+        while isinstance(head, cst.Attribute):
+            head = head.value  # type: ignore[assignment]
+        if isinstance(head, cst.Name) and in_estimator_only_module(
+            self.state.imports.qualify(head)
+        ):
+            return False  # through an Estimator-only import, reported at the import
+        self.refuse(
+            node,
+            f"{dotted(node) or 'this name'} does not exist in current TensorFlow "
+            f"({_module_hint(qualified or '')}) and has no exact tf2 facade equivalent that "
+            f"est2tpu could prove here: rewrite this use by hand ({_FACADE})",
+        )
+        return False

@@ -1,0 +1,128 @@
+"""TPU014: every Estimator construct the other rules left as it is gets a finding with the fix.
+
+The rewriting rules act on what the project index can prove (an Estimator whose model_fn is a
+project function passed by name, its input functions, its specs); everything else is left.
+This rule runs once, after them, over the final code, and names each construct still there
+that a TPUEstimator program cannot keep, unless another rule already explained that line.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.index import PREMADE
+from est2tpu.names import estimator_name
+from est2tpu.rule import FileState, Rule
+
+_WATCHED = (
+    "estimator.Estimator",
+    "estimator.EstimatorSpec",
+    "estimator.RunConfig",
+    "estimator.train_and_evaluate",
+    "keras.estimator.model_to_estimator",
+    "estimator.inputs.numpy_input_fn",
+    "estimator.inputs.pandas_input_fn",
+    "contrib.tpu",
+    *(f"estimator.{name}" for name in PREMADE),
+)
+_PRIVATE_MODULES = ("tensorflow_estimator.python.estimator", "tensorflow.python.estimator")
+
+_TPU_ESTIMATOR = "tf.compat.v1.estimator.tpu.TPUEstimator"
+_HOW_TPU_ESTIMATOR = (
+    f"build a {_TPU_ESTIMATOR} by hand: its model_fn takes `params` and returns "
+    "TPUEstimatorSpec, its input functions batch by params['batch_size'] with "
+    "drop_remainder=True, and the constructor takes use_tpu and the global "
+    "train/eval/predict batch sizes (see `est2tpu explain TPU007`)"
+)
+
+
+def _message(name: str, subclass: bool) -> str | None:
+    head, _, short = name.rpartition(".")
+    if name.startswith("contrib.tpu"):
+        return (
+            f"tf.{name} has no home in TensorFlow 2 that est2tpu knows; use its "
+            "tf.compat.v1.estimator.tpu / tf.compat.v1.tpu counterpart by hand"
+        )
+    if name == "estimator.Estimator":
+        if subclass:
+            return (
+                f"a subclass of tf.{name} builds its own model_fn, which est2tpu cannot "
+                f"rewrite: derive from {_TPU_ESTIMATOR} instead, pass use_tpu and the batch "
+                "sizes to its constructor, and return TPUEstimatorSpec from the model_fn"
+            )
+        return (
+            f"tf.{name} left as it is: est2tpu could not trace its model_fn to a function of "
+            f"this project (a lambda, a method, a function from another package); {_HOW_TPU_ESTIMATOR}"
+        )
+    if subclass:
+        return None
+    if head == "estimator" and short == "EstimatorSpec":
+        return (
+            "EstimatorSpec built outside a model_fn that this project passes to an Estimator "
+            "(a head, a helper, a model_fn est2tpu cannot trace): where it reaches a "
+            "TPUEstimator, return tf.compat.v1.estimator.tpu.TPUEstimatorSpec, with "
+            "eval_metric_ops as eval_metrics=(metric_fn, tensors) and scaffold as scaffold_fn"
+        )
+    if head == "estimator" and short == "RunConfig":
+        return (
+            "RunConfig left as it is (it reaches no Estimator est2tpu migrates): a "
+            "TPUEstimator needs tf.compat.v1.estimator.tpu.RunConfig with "
+            "tpu_config=TPUConfig(iterations_per_loop=...) and the TPU cluster resolver "
+            "(est2tpu.runtime.run_config() builds both)"
+        )
+    if short == "train_and_evaluate":
+        return (
+            "train_and_evaluate left as it is (est2tpu could not see a TPUEstimator passed to "
+            "it): with a TPUEstimator use est2tpu.runtime.train_and_evaluate, which runs "
+            "TPUEstimator's train and evaluate in turn and honours the exporters"
+        )
+    if short == "model_to_estimator":
+        return (
+            "model_to_estimator left as it is: pass the compiled Keras model as keras_model= "
+            "to est2tpu.runtime.model_to_estimator, which builds a TPUEstimator from it"
+        )
+    if short in ("numpy_input_fn", "pandas_input_fn"):
+        return (
+            f"{short} feeds no TPUEstimator est2tpu could see: where it does, use "
+            f"est2tpu.runtime.{short} (same arguments without batch_size; TPUEstimator "
+            "passes the per-shard batch size in params['batch_size'])"
+        )
+    if head == "estimator" and short in PREMADE:
+        return (
+            f"premade {short} has no TPUEstimator form (TPUEstimator needs a model_fn); "
+            "use `--target tf2` (Keras model under TPUStrategy) or write a model_fn"
+        )
+    return None
+
+
+class EstimatorApiLeft(Rule):
+    ID = "TPU014"
+    FINAL = True
+
+    @classmethod
+    def applies(cls, state: FileState) -> bool:
+        imports = state.imports
+        if any(target.startswith(_PRIVATE_MODULES) for target in imports.bindings.values()):
+            return True
+        return imports.uses(state.original, *_WATCHED) or "export_savedmodel" in state.original
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for base in node.bases:
+            name = estimator_name(self.state.imports, base.value)
+            message = _message(name, subclass=True) if name else None
+            if message:
+                self.refuse(node.name, message)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "export_savedmodel":
+            self.refuse(
+                node,
+                "export_savedmodel was removed in TensorFlow 2: if this is an Estimator, call "
+                "export_saved_model(export_dir_base, serving_input_receiver_fn) instead",
+            )
+            return
+        name = estimator_name(self.state.imports, func)
+        message = _message(name, subclass=False) if name else None
+        if message:
+            self.refuse(node, message)
