@@ -9,6 +9,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from est2tpu.cstutil import walk
 from est2tpu.ftypes import MigrationError, Target
 from est2tpu.index import ProjectIndex
 from est2tpu.names import ImportTable
@@ -216,8 +217,7 @@ def _transform(
             continue
         state.current = module
         rule = rule_cls(CodemodContext(filename=path), state)
-        if module.visit(rule).code != code_of(module):
-            raise MigrationError(f"internal error: {rule_cls.ID} changed the code it reports on")
+        walk(module, _ReadOnly(rule))
         rule.flush(module)
     state.current = None
     state.code_of = None
@@ -225,6 +225,42 @@ def _transform(
     if new_text != original:
         check_round_trip(first, original)
     return new_text, state
+
+
+_HOOKED: dict[type[Rule], frozenset[str]] = {}
+
+
+def _hooked(rule_cls: type[Rule]) -> frozenset[str]:
+    """The node types a rule does something at: those it defines `visit_<Type>` for, and
+    the defs and calls `Rule` tracks its scope and enclosing calls by."""
+    if rule_cls not in _HOOKED:
+        own = {
+            name.removeprefix("visit_")
+            for name in dir(rule_cls)
+            if name.startswith("visit_")
+            and getattr(rule_cls, name) is not getattr(cst.CSTTransformer, name, None)
+        }
+        _HOOKED[rule_cls] = frozenset({"FunctionDef", "ClassDef", "Call", *own})
+    return _HOOKED[rule_cls]
+
+
+class _ReadOnly(cst.CSTVisitor):
+    """A FINAL rule over a tree walked read-only; the rule's machinery (scope tracking,
+    matcher dispatch) runs only at the node types it does something at."""
+
+    def __init__(self, rule: Rule) -> None:
+        super().__init__()
+        self.rule = rule
+        self.hooked = _hooked(type(rule))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if type(node).__name__ in self.hooked:
+            return self.rule.on_visit(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if type(original_node).__name__ in self.hooked:
+            self.rule.on_leave(original_node, original_node)
 
 
 def verify(new_text: str, path: str) -> None:

@@ -1,4 +1,5 @@
-"""`cstutil.walk` makes exactly the calls LibCST's own `visit` makes, without rebuilding."""
+"""`cstutil.walk` makes exactly the calls LibCST's own `visit` makes, without rebuilding;
+`cstutil.starts` gives exactly PositionProvider's starts."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
 
-from est2tpu.cstutil import child_fields, walk
+from est2tpu.cstutil import child_fields, starts, walk
 
 REPO = Path(__file__).resolve().parents[1]
 LIBCST_SOURCES = Path(cst.__file__).parent
@@ -76,10 +78,38 @@ def same_calls(module: cst.Module) -> None:
     module.visit(libcst_walk)
     walk(module, ours)
     assert ours.calls == libcst_walk.calls
+    same_starts(module)
+
+
+def same_starts(module: cst.Module) -> None:
+    expected = {
+        id(node): (code_range.start.line, code_range.start.column)
+        for node, code_range in MetadataWrapper(module, unsafe_skip_copy=True)
+        .resolve(PositionProvider)
+        .items()
+    }
+    nodes: list[cst.CSTNode] = []
+
+    class Every(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nodes.append(node)
+            return True
+
+    walk(module, Every())
+    assert starts(module, nodes) == expected
+    # Asked for a few nodes only (a statement line takes its start from its first statement,
+    # which is then not asked for): the same starts, and nothing else.
+    few = [node for node in nodes if isinstance(node, (cst.SimpleStatementLine, cst.Call))]
+    assert starts(module, few) == {id(node): expected[id(node)] for node in few}
 
 
 def test_every_construct() -> None:
     same_calls(cst.parse_module(EVERYTHING + "def skip_me():\n    hidden(1)\n"))
+
+
+def test_starts_with_other_line_endings() -> None:
+    for newline in ("\r\n", "\r"):
+        same_starts(cst.parse_module(EVERYTHING.replace("\n", newline)))
 
 
 def sources() -> list[Path]:

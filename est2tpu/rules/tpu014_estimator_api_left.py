@@ -13,6 +13,7 @@ import libcst as cst
 from est2tpu.index import PREMADE
 from est2tpu.names import estimator_name
 from est2tpu.rule import FileState, Rule
+from est2tpu.scan import code_only
 
 _WATCHED = (
     "estimator.Estimator",
@@ -26,6 +27,19 @@ _WATCHED = (
     *(f"estimator.{name}" for name in PREMADE),
 )
 _PRIVATE_MODULES = ("tensorflow_estimator.python.estimator", "tensorflow.python.estimator")
+# The last part of the names above that `_message` has a fix for.
+_SHORT = frozenset(
+    {
+        "Estimator",
+        "EstimatorSpec",
+        "RunConfig",
+        "train_and_evaluate",
+        "model_to_estimator",
+        "numpy_input_fn",
+        "pandas_input_fn",
+        *PREMADE,
+    }
+)
 
 _TPU_ESTIMATOR = "tf.compat.v1.estimator.tpu.TPUEstimator"
 _HOW_TPU_ESTIMATOR = (
@@ -102,9 +116,23 @@ class EstimatorApiLeft(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
         imports = state.imports
-        if any(target.startswith(_PRIVATE_MODULES) for target in imports.bindings.values()):
+        if imports.uses(state.original, *_WATCHED) or "export_savedmodel" in state.original:
             return True
-        return imports.uses(state.original, *_WATCHED) or "export_savedmodel" in state.original
+        # Through tensorflow_estimator's private modules (its own code, tests and examples):
+        # a name bound to one of the APIs above, or an attribute of a module bound there.
+        spellings: list[str] = []
+        for name, target in imports.bindings.items():
+            if not target.startswith(_PRIVATE_MODULES):
+                continue
+            if target.rpartition(".")[2].removesuffix("V2") in _SHORT:
+                spellings.append(name)
+            else:
+                spellings.extend(f"{name}.{short}" for short in _SHORT)
+        text = state.original
+        if not any(spelling in text for spelling in spellings):
+            return False
+        code = code_only(text)
+        return any(spelling in code for spelling in spellings)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:
