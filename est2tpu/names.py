@@ -199,6 +199,29 @@ def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     return iter(collector.found)
 
 
+def binding_import(module: cst.Module, bound: str) -> tuple[str, str | None, str | None] | None:
+    """How `module` imports the name `bound`, as RemoveImportsVisitor.remove_unused_import's
+    (module, obj, asname): `import a.b as x` is ("a.b", None, "x"), `from a import b` is
+    ("a", "b", None). None if no absolute import binds it. (LibCST keeps one alias per
+    module to remove, so scheduling a guessed form can cancel the right one.)"""
+    for node in _imports(module):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                name = alias.evaluated_name
+                local = alias.evaluated_alias or name.split(".")[0]
+                if local == bound:
+                    return name, None, alias.evaluated_alias
+        elif (
+            not node.relative
+            and node.module is not None
+            and not isinstance(node.names, cst.ImportStar)
+        ):
+            for alias in node.names:
+                if (alias.evaluated_alias or alias.evaluated_name) == bound:
+                    return _module_name(node.module), alias.evaluated_name, alias.evaluated_alias
+    return None
+
+
 class StatementWalker(cst.CSTVisitor):
     """A visitor that never enters an `if` test: for walks that only want statements."""
 

@@ -8,7 +8,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from est2tpu.cstutil import iter_calls, walk
 from est2tpu.ftypes import Target
 from est2tpu.index import ProjectIndex, node_code
-from est2tpu.names import attr_chain, canonical_tf
+from est2tpu.names import attr_chain, binding_import, canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 
 FACADE_MODULE = "est2tpu.runtime.tf2"
@@ -450,9 +450,7 @@ class EstimatorFacade(Rule):
         if new is None and id(original) in self.premade_ok:
             new = canonical.rsplit(".", 1)[-1]
         if new is not None:
-            if isinstance(original, cst.Name):
-                module, _, name = qualified.rpartition(".")
-                RemoveImportsVisitor.remove_unused_import(self.context, module, name)
+            self._drop_import(original)
             self.record(original, f"tf.{canonical} -> {FACADE_MODULE}.{new}")
             return facade(self, new)
         if id(original) in self.inner or canonical in NAMESPACES:
@@ -462,6 +460,23 @@ class EstimatorFacade(Rule):
         if canonical.startswith("estimator."):
             self.refuse(original, why_not(canonical))
         return updated
+
+    def _drop_import(self, node: cst.Name | cst.Attribute) -> None:
+        """`tfe.Estimator` (or `Estimator`) became the facade's: once nothing else uses
+        `tfe`, its import of an Estimator-only module goes (current TensorFlow cannot import
+        it). LibCST removes it only if it is unused when the rule is done; an import of
+        `tensorflow` itself stays."""
+        head: cst.BaseExpression = node
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name) or self.state.current is None:
+            return
+        target = self.state.imports.bindings.get(head.value)
+        if not (isinstance(node, cst.Name) or in_estimator_only_module(target)):
+            return
+        found = binding_import(self.state.current, head.value)
+        if found is not None:
+            RemoveImportsVisitor.remove_unused_import(self.context, *found)
 
 
 def has_model_fn_code(state: FileState) -> bool:
