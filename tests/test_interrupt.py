@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,16 @@ def test_signal_mid_run_leaves_every_file_old_or_new(
         # SIGKILL cannot be handled: at most the one temp file being written may remain,
         # named so that it is recognisable and never mistaken for a module.
         assert len(leftovers) <= 1 and all(n.endswith(TEMP_SUFFIX) for n in leftovers)
+
+
+@pytest.fixture(autouse=True)
+def python_sigint_handler() -> Iterator[None]:
+    """Python's own SIGINT handler, as an interactive run has it: a process started in the
+    background by a non-interactive shell inherits SIGINT ignored, and Python then installs
+    no handler, so no KeyboardInterrupt could happen here."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize("where", ["write", "fchmod", "fsync", "replace"])
