@@ -60,6 +60,19 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     visitor.on_leave(node)
 
 
+def descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node` and every node under it, in LibCST's visiting order."""
+    found: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            found.append(n)
+            return True
+
+    walk(node, Collect())
+    return found
+
+
 # -- where nodes start ----------------------------------------------------------------------
 #
 # LibCST's PositionProvider makes a CodeRange for every node of the module (a regular

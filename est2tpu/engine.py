@@ -245,8 +245,8 @@ def _hooked(rule_cls: type[Rule]) -> frozenset[str]:
 
 
 class _ReadOnly(cst.CSTVisitor):
-    """A FINAL rule over a tree walked read-only; the rule's machinery (scope tracking,
-    matcher dispatch) runs only at the node types it does something at."""
+    """A FINAL rule over a tree walked read-only; `Rule`'s per-node machinery (statement
+    pruning, scope and call tracking) runs only at the node types the rule looks at."""
 
     def __init__(self, rule: Rule) -> None:
         super().__init__()

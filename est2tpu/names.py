@@ -15,6 +15,8 @@ from est2tpu.cstutil import walk
 from est2tpu.scan import code_only
 
 _AMBIGUOUS = "<ambiguous>"
+# (module, obj, asname), as LibCST's RemoveImportsVisitor.remove_unused_import takes them.
+ImportForm = tuple[str, str | None, str | None]
 
 # Roots under which the public TensorFlow API lives, longest first. Everything after the
 # root is the canonical name: `tf.compat.v1.estimator.Estimator`,
@@ -77,19 +79,24 @@ class ImportTable:
     to nothing: refusing is better than guessing.
     """
 
-    def __init__(self, bindings: dict[str, str]) -> None:
+    def __init__(
+        self, bindings: dict[str, str], forms: dict[str, ImportForm] | None = None
+    ) -> None:
         self.bindings = bindings
+        self._forms = forms or {}
 
     @classmethod
     def from_module(cls, module: cst.Module) -> ImportTable:
         bindings: dict[str, str] = {}
+        forms: dict[str, ImportForm] = {}
 
-        def bind(name: str, target: str) -> None:
+        def bind(name: str, target: str, form: ImportForm) -> None:
             old = bindings.get(name)
             if old is None or old == target:
                 bindings[name] = target
             else:
                 bindings[name] = _AMBIGUOUS
+            forms.setdefault(name, form)
 
         for node in _imports(module):
             if isinstance(node, cst.Import):
@@ -98,10 +105,10 @@ class ImportTable:
                     if alias.asname is not None:
                         as_name = alias.asname.name
                         if isinstance(as_name, cst.Name):
-                            bind(as_name.value, full)
+                            bind(as_name.value, full, (full, None, as_name.value))
                     else:
                         top = full.split(".")[0]
-                        bind(top, top)
+                        bind(top, top, (full, None, None))
             else:
                 if node.relative or node.module is None:
                     continue
@@ -110,11 +117,18 @@ class ImportTable:
                     continue
                 for alias in node.names:
                     name = _module_name(alias.name)
-                    bound = name
+                    bound, asname = name, None
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        bound = alias.asname.name.value
-                    bind(bound, f"{base}.{name}")
-        return cls({k: v for k, v in bindings.items()})
+                        bound = asname = alias.asname.name.value
+                    bind(bound, f"{base}.{name}", (base, name, asname))
+        return cls(bindings, forms)
+
+    def import_form(self, name: str) -> ImportForm | None:
+        """How the module imports `name`, as RemoveImportsVisitor.remove_unused_import's
+        (module, obj, asname): `import a.b as x` is ("a.b", None, "x"), `from a import b`
+        is ("a", "b", None); the first import binding it. LibCST keeps one alias per module
+        to remove, so scheduling a guessed form can cancel the right one."""
+        return self._forms.get(name)
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """The fully qualified name an expression refers to through imports, or None."""
@@ -186,40 +200,23 @@ class ImportTable:
         return self._in_code(text, canonicals, "(")
 
     def _in_code(self, text: str, canonicals: tuple[str, ...], after: str) -> bool:
-        spellings = [s for c in canonicals for s in self.spellings(c)]
-        if not any(s.rpartition(".")[2] in text for s in spellings):
-            return False
-        code = code_only(text)
-        return any(s + after in code for s in spellings)
+        return spelled_in_code(text, [s for c in canonicals for s in self.spellings(c)], after)
+
+
+def spelled_in_code(text: str, spellings: list[str], after: str = "") -> bool:
+    """Does the code of `text` (not its comments and strings) hold one of these dotted
+    spellings, followed by `after`? The last part of a spelling is one identifier that the
+    raw text must hold: a cheap test first, so the tokenizer runs only where it may."""
+    if not any(s.rpartition(".")[2] in text for s in spellings):
+        return False
+    code = code_only(text)
+    return any(s + after in code for s in spellings)
 
 
 def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     collector = _ImportCollector()
     walk(module, collector)
     return iter(collector.found)
-
-
-def binding_import(module: cst.Module, bound: str) -> tuple[str, str | None, str | None] | None:
-    """How `module` imports the name `bound`, as RemoveImportsVisitor.remove_unused_import's
-    (module, obj, asname): `import a.b as x` is ("a.b", None, "x"), `from a import b` is
-    ("a", "b", None). None if no absolute import binds it. (LibCST keeps one alias per
-    module to remove, so scheduling a guessed form can cancel the right one.)"""
-    for node in _imports(module):
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                name = alias.evaluated_name
-                local = alias.evaluated_alias or name.split(".")[0]
-                if local == bound:
-                    return name, None, alias.evaluated_alias
-        elif (
-            not node.relative
-            and node.module is not None
-            and not isinstance(node.names, cst.ImportStar)
-        ):
-            for alias in node.names:
-                if (alias.evaluated_alias or alias.evaluated_name) == bound:
-                    return _module_name(node.module), alias.evaluated_name, alias.evaluated_alias
-    return None
 
 
 class StatementWalker(cst.CSTVisitor):

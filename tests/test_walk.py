@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from est2tpu.cstutil import child_fields, starts, walk
+from est2tpu.cstutil import child_fields, descendants, starts, walk
 
 REPO = Path(__file__).resolve().parents[1]
 LIBCST_SOURCES = Path(cst.__file__).parent
@@ -88,14 +88,7 @@ def same_starts(module: cst.Module) -> None:
         .resolve(PositionProvider)
         .items()
     }
-    nodes: list[cst.CSTNode] = []
-
-    class Every(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            nodes.append(node)
-            return True
-
-    walk(module, Every())
+    nodes = descendants(module)
     assert starts(module, nodes) == expected
     # Asked for a few nodes only (a statement line takes its start from its first statement,
     # which is then not asked for): the same starts, and nothing else.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from est2tpu.cstutil import iter_calls, walk
+from est2tpu.cstutil import descendants, iter_calls
 from est2tpu.ftypes import Target
 from est2tpu.index import ProjectIndex, node_code
-from est2tpu.names import attr_chain, binding_import, canonical_tf, in_estimator_only_module
+from est2tpu.names import attr_chain, canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 
 FACADE_MODULE = "est2tpu.runtime.tf2"
@@ -179,18 +179,6 @@ def model_fn_scopes(state: FileState) -> set[str]:
     return found
 
 
-def _descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            found.append(n)
-            return True
-
-    walk(node, Collect())
-    return found
-
-
 def builds_other_estimator(canonical: str) -> bool:
     """A premade estimator: an Estimator the facade cannot be."""
     short = canonical.rsplit(".", 1)[-1]
@@ -270,13 +258,13 @@ class EstimatorFacade(Rule):
                     self.premade_ok.add(id(node.func))
                     return
                 self.refuse(node.func, why)
-                self.keep.update(id(n) for n in _descendants(node))
+                self.keep.update(id(n) for n in descendants(node))
                 return
             if canonical is not None and builds_other_estimator(canonical):
                 # A refused estimator keeps its arguments too (its RunConfig stays a
                 # tf.estimator.RunConfig): never half a migration.
                 self.refuse(node.func, why_not(canonical))
-                self.keep.update(id(n) for n in _descendants(node))
+                self.keep.update(id(n) for n in descendants(node))
             return
         positions = UNSUPPORTED_POSITIONS.get(new, {})
         bad = [
@@ -469,14 +457,15 @@ class EstimatorFacade(Rule):
         head: cst.BaseExpression = node
         while isinstance(head, cst.Attribute):
             head = head.value
-        if not isinstance(head, cst.Name) or self.state.current is None:
+        if not isinstance(head, cst.Name):
             return
-        target = self.state.imports.bindings.get(head.value)
+        imports = self.state.imports
+        target = imports.bindings.get(head.value)
         if not (isinstance(node, cst.Name) or in_estimator_only_module(target)):
             return
-        found = binding_import(self.state.current, head.value)
-        if found is not None:
-            RemoveImportsVisitor.remove_unused_import(self.context, *found)
+        form = imports.import_form(head.value)
+        if form is not None:
+            RemoveImportsVisitor.remove_unused_import(self.context, *form)
 
 
 def has_model_fn_code(state: FileState) -> bool:

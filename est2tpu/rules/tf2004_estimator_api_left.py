@@ -23,6 +23,12 @@ _FACADE = (
 )
 
 
+# The Estimator-only modules under `tensorflow`, as `ImportTable.uses` names them.
+_TF_RELATIVE = tuple(
+    m.removeprefix("tensorflow.") for m in ESTIMATOR_ONLY_MODULES if m.startswith("tensorflow.")
+)
+
+
 def _module_hint(module: str) -> str:
     if module.startswith("tensorflow.contrib"):
         return "tf.contrib was removed in TensorFlow 2"
@@ -39,10 +45,7 @@ class EstimatorApiLeft(Rule):
         imports = state.imports
         if any(in_estimator_only_module(t) for t in imports.bindings.values()):
             return True
-        roots = [
-            m[len("tensorflow.") :] for m in ESTIMATOR_ONLY_MODULES if m.startswith("tensorflow.")
-        ]
-        return imports.uses(state.original, *roots)
+        return imports.uses(state.original, *_TF_RELATIVE)
 
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:

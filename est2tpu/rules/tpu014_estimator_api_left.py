@@ -11,9 +11,8 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.index import PREMADE
-from est2tpu.names import estimator_name
+from est2tpu.names import estimator_name, spelled_in_code
 from est2tpu.rule import FileState, Rule
-from est2tpu.scan import code_only
 
 _WATCHED = (
     "estimator.Estimator",
@@ -128,11 +127,7 @@ class EstimatorApiLeft(Rule):
                 spellings.append(name)
             else:
                 spellings.extend(f"{name}.{short}" for short in _SHORT)
-        text = state.original
-        if not any(spelling in text for spelling in spellings):
-            return False
-        code = code_only(text)
-        return any(spelling in code for spelling in spellings)
+        return spelled_in_code(state.original, spellings)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:
