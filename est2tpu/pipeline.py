@@ -18,11 +18,13 @@ from est2tpu.api import _Candidate, _fail, _root_for, _Shared
 from est2tpu.cache import store_result
 from est2tpu.engine import is_selected, parse, select_rules, transform, verify
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
-from est2tpu.index import USE_NAMES, Indexer, ProjectIndex, SourceModule
+from est2tpu.index import ProjectIndex, SourceModule
+from est2tpu.indexer import Indexer
 from est2tpu.names import ImportTable
 from est2tpu.notebook import Notebook
 from est2tpu.rule import FileState, Rule
 from est2tpu.scan import may_match, module_names
+from est2tpu.tfapi import USE_NAMES
 
 
 def migrate_source(

@@ -1,4 +1,5 @@
-"""Finds the rules: every module in `est2tpu/rules/` defines one `Rule` subclass."""
+"""Finds the rules: every module in `est2tpu/rules/` not named `_*` defines one `Rule`
+subclass."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def rule_classes() -> tuple[type[Rule], ...]:
     """All rules, in ID order (the fixed order they run in)."""
     found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(rules_pkg.__path__):
+        if info.name.startswith("_"):
+            continue  # what several rules share, not a rule
         module = importlib.import_module(f"{rules_pkg.__name__}.{info.name}")
         for value in vars(module).values():
             if (

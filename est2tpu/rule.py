@@ -13,8 +13,9 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from est2tpu.cstutil import is_multiline, starts, walk
 from est2tpu.ftypes import Edit, Finding, Position, Target
-from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex, call_kind
+from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex
 from est2tpu.names import ImportTable, attr_chain
+from est2tpu.tfapi import call_kind
 
 RUNTIME_MODULE = "est2tpu.runtime"
 RUNTIME_ALIAS = "tpu_runtime"

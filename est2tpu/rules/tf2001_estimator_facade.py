@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.codemod.visitors import RemoveImportsVisitor
 
 from est2tpu.cstutil import descendants, iter_calls
 from est2tpu.ftypes import Target
-from est2tpu.index import ProjectIndex, node_code
-from est2tpu.names import attr_chain, canonical_tf, in_estimator_only_module
+from est2tpu.index import node_code
+from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
-
-FACADE_MODULE = "est2tpu.runtime.tf2"
-FACADE_ALIAS = "tf2_runtime"
+from est2tpu.rules._tf2 import FACADE_MODULE, facade
 
 # Canonical TensorFlow name -> the facade's name for it (same signature, same semantics).
 FACADE_NAMES: dict[str, str] = {
@@ -136,47 +134,6 @@ LEGACY_OPTIMIZERS = frozenset(
 LOSS_REDUCTIONS = frozenset({"SUM_OVER_BATCH_SIZE", "SUM"})
 # Feature columns the facade's premades take (the only ones whose mapping is proven here).
 EXACT_COLUMNS = frozenset({"feature_column.numeric_column"})
-
-
-def facade(rule: Rule, name: str) -> cst.BaseExpression:
-    """A reference to `est2tpu.runtime.tf2.<name>`, imported as `tf2_runtime`."""
-    AddImportsVisitor.add_needed_import(rule.context, FACADE_MODULE, asname=FACADE_ALIAS)
-    return attr_chain(f"{FACADE_ALIAS}.{name}")
-
-
-def tf2_model_fns(index: ProjectIndex) -> set[tuple[str, str]]:
-    """Every project def an Estimator is built with (the tf2 target keeps any model_fn)."""
-    return {
-        p.model_fn
-        for p in index.ctors.values()
-        if p.model_fn is not None and not p.keras and not p.premade
-    }
-
-
-def model_fn_scopes(state: FileState) -> set[str]:
-    """Defs of this file that run as (part of) a model_fn: the model_fns, the defs the index
-    found them calling in any module (`ProjectIndex.model_fn_helpers`), and the top-level
-    functions of this file those call by name, transitively (helpers that build the net)."""
-    roots = {
-        scope
-        for path, scope in tf2_model_fns(state.index) | state.index.model_fn_helpers
-        if path == state.path
-    }
-    module = state.current
-    if not roots or module is None:
-        return roots
-    defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-    found, todo = set(roots), list(roots)
-    while todo:
-        fn = defs.get(todo.pop().split(".")[0])
-        if fn is None:
-            continue
-        for call in iter_calls(fn, into_defs=True):
-            name = call.func.value if isinstance(call.func, cst.Name) else None
-            if name in defs and name not in found:
-                found.add(name)
-                todo.append(name)
-    return found
 
 
 def builds_other_estimator(canonical: str) -> bool:
@@ -466,10 +423,3 @@ class EstimatorFacade(Rule):
         form = imports.import_form(head.value)
         if form is not None:
             RemoveImportsVisitor.remove_unused_import(self.context, *form)
-
-
-def has_model_fn_code(state: FileState) -> bool:
-    """Does this file hold a model_fn or a def one calls (the tf2 rules' `applies`)?"""
-    return any(
-        path == state.path for path, _ in tf2_model_fns(state.index) | state.index.model_fn_helpers
-    )

@@ -3,61 +3,12 @@ tf2 facade's exact equivalents, from one table."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import libcst as cst
 
 from est2tpu.ftypes import Target
 from est2tpu.rule import FileState, Rule
-from est2tpu.rules.tf2001_estimator_facade import facade, has_model_fn_code, model_fn_scopes
+from est2tpu.rules._tf2 import TABLE, facade, has_model_fn_code, model_fn_scopes
 
-
-@dataclass(frozen=True)
-class Mapping:
-    """`tf.compat.v1.<old>` -> `est2tpu.runtime.tf2.<new>`, same call signature."""
-
-    old: str
-    new: str
-    # True when `tf.<old>` (without compat.v1) cannot mean anything else in TF 2.x, so the
-    # plain spelling is TF1 code too. `tf.losses`/`tf.metrics` are Keras in TF 2.x: only
-    # their compat.v1 spellings are TF1.
-    plain_is_tf1: bool = False
-
-
-def _same(prefix: str, names: str, plain_is_tf1: bool = False) -> list[Mapping]:
-    return [Mapping(f"{prefix}.{n}", f"{prefix}.{n}", plain_is_tf1) for n in names.split()]
-
-
-MAPPINGS: tuple[Mapping, ...] = (
-    *_same(
-        "layers",
-        "dense batch_normalization dropout conv1d conv2d max_pooling1d max_pooling2d "
-        "average_pooling2d flatten",
-        plain_is_tf1=True,
-    ),
-    *_same(
-        "losses",
-        "absolute_difference compute_weighted_loss cosine_distance hinge_loss huber_loss "
-        "log_loss mean_squared_error sigmoid_cross_entropy softmax_cross_entropy "
-        "sparse_softmax_cross_entropy get_regularization_loss Reduction",
-    ),
-    *_same(
-        "metrics",
-        "accuracy auc mean mean_absolute_error mean_squared_error root_mean_squared_error "
-        "mean_per_class_accuracy precision recall true_positives false_positives "
-        "true_negatives false_negatives",
-    ),
-    *_same(
-        "train",
-        "AdadeltaOptimizer AdagradOptimizer AdamOptimizer FtrlOptimizer "
-        "GradientDescentOptimizer MomentumOptimizer RMSPropOptimizer "
-        "ProximalAdagradOptimizer ProximalGradientDescentOptimizer "
-        "get_global_step get_or_create_global_step",
-        plain_is_tf1=True,
-    ),
-    Mapping("GraphKeys.UPDATE_OPS", "GraphKeys.UPDATE_OPS", plain_is_tf1=True),
-)
-TABLE: dict[str, Mapping] = {m.old: m for m in MAPPINGS}
 COLLECTION = "get_collection"
 
 

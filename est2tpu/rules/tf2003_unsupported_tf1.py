@@ -6,8 +6,7 @@ import libcst as cst
 
 from est2tpu.ftypes import Target
 from est2tpu.rule import FileState, Rule
-from est2tpu.rules.tf2001_estimator_facade import has_model_fn_code, model_fn_scopes
-from est2tpu.rules.tf2002_tf1_model_fn_apis import TABLE
+from est2tpu.rules._tf2 import TABLE, has_model_fn_code, model_fn_scopes
 
 # Canonical-name prefixes (after `tf.compat.v1.`) that only work in a TF1 graph, with the
 # way forward. A prefix ending in "." covers a namespace.

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from est2tpu.batching import batch_calls, batch_size_arg, is_params_batch_size
 from est2tpu.cstutil import add_param, has_param, kwarg, params_subscript, walk, with_kwarg
-from est2tpu.index import (
-    RUN_METHODS,
-    SPEC_CTORS,
-    Mode,
-    batch_calls,
-    batch_size_arg,
-    is_params_batch_size,
-    node_code,
-)
+from est2tpu.index import Mode, node_code
 from est2tpu.rule import FileState, Rule
+from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 
 
 class InputFnBatchSize(Rule):

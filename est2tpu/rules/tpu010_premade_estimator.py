@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.index import PREMADE
 from est2tpu.rule import FileState, Rule
+from est2tpu.tfapi import PREMADE
 
 
 class PremadeEstimator(Rule):

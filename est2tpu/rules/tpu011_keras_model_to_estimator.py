@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, too_long, with_kwarg
-from est2tpu.index import KERAS_TO_ESTIMATOR, resolved_batch_sizes
+from est2tpu.index import resolved_batch_sizes
 from est2tpu.rule import FileState, Rule
+from est2tpu.tfapi import KERAS_TO_ESTIMATOR
 
 
 class KerasModelToEstimator(Rule):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.index import NUMPY_INPUTS
 from est2tpu.rule import FileState, Rule
+from est2tpu.tfapi import NUMPY_INPUTS
 
 # The parameters after batch_size, in order, for turning positionals into keywords.
 AFTER_BATCH = ("num_epochs", "shuffle", "queue_capacity", "num_threads", "target_column")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.index import PREMADE
 from est2tpu.names import estimator_name, spelled_in_code
 from est2tpu.rule import FileState, Rule
+from est2tpu.tfapi import PREMADE
 
 _WATCHED = (
     "estimator.Estimator",

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import est2tpu.runtime.tf2 as facade
+from est2tpu.rules._tf2 import MAPPINGS
 from est2tpu.rules.tf2001_estimator_facade import FACADE_NAMES
-from est2tpu.rules.tf2002_tf1_model_fn_apis import MAPPINGS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

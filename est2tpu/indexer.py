@@ -1,0 +1,713 @@
+"""Builds the project index (`est2tpu.index.ProjectIndex`) from parsed modules: one walk
+per module collects defs, constants and relative imports, a second finds the Estimators
+and the calls that use them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import libcst as cst
+
+from est2tpu.batching import batch_calls, batch_size_arg, int_literal, is_params_batch_size
+from est2tpu.cstutil import iter_calls, walk
+from est2tpu.index import (
+    BatchSize,
+    CallKey,
+    CallKeys,
+    CtorPlan,
+    FnKey,
+    InputFnPlan,
+    Mode,
+    ProjectIndex,
+    SourceModule,
+    UseSite,
+    call_arg,
+    node_code,
+    param_names,
+)
+from est2tpu.names import ImportTable, StatementWalker, dotted
+from est2tpu.tfapi import (
+    DEFAULT_NUMPY_BATCH,
+    ESTIMATOR_CTORS,
+    KERAS_TO_ESTIMATOR,
+    NUMPY_INPUTS,
+    PREMADE,
+    RUN_CONFIGS,
+    RUN_METHODS,
+    SHIM,
+    SPEC_CTORS,
+    TPU_ESTIMATOR_CTORS,
+    USE_NAMES,
+    call_kind,
+)
+
+
+class _Scoped(cst.CSTVisitor):
+    """Tracks the dotted path of enclosing defs/classes."""
+
+    def __init__(self) -> None:
+        self.scope: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scope.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scope.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scope.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scope.pop()
+
+    @property
+    def here(self) -> str:
+        return ".".join(self.scope)
+
+
+class _DefCollector(_Scoped):
+    def __init__(self, src: SourceModule) -> None:
+        super().__init__()
+        self.src = src
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self.src.defs[self.here] = node
+
+    def assign(self, node: cst.Assign) -> None:
+        if (
+            isinstance(node.value, cst.Call)
+            and self.src.imports.tf_name(node.value.func) in RUN_CONFIGS
+        ):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.src.run_config_vars.add(t.target.value)
+        if self.scope or len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Name) and isinstance(node.value, cst.Integer):
+            self.src.constants[target.value] = int(node.value.value, 0)
+
+    # Defs, constants and imports are statements: the expressions under a simple statement
+    # line hold none of them, so the walk never enters one (it dominates the cost).
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        for small in node.body:
+            if isinstance(small, cst.Assign):
+                self.assign(small)
+            elif isinstance(small, cst.ImportFrom):
+                self.import_from(small)
+        return False
+
+    visit_If = StatementWalker.visit_If
+
+    def import_from(self, node: cst.ImportFrom) -> None:
+        if not node.relative or isinstance(node.names, cst.ImportStar):
+            return
+        up = len(node.relative) - 1
+        base = list(self.src.package[: len(self.src.package) - up] if up else self.src.package)
+        if node.module is not None:
+            base += (dotted(node.module) or "").split(".")
+        for alias in node.names:
+            name = dotted(alias.name) or ""
+            bound = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            self.src.relative[bound] = ".".join([*base, name])
+
+
+class Indexer:
+    """Builds a ProjectIndex from parsed modules."""
+
+    def __init__(
+        self,
+        modules: Sequence[SourceModule],
+        *,
+        use_runtime: bool = True,
+        follow_helpers: bool = False,
+    ) -> None:
+        self.use_runtime = use_runtime
+        self.follow_helpers = follow_helpers
+        self.modules = {m.path: m for m in modules}
+        self.by_name: dict[str, str | None] = {}
+        self.index = ProjectIndex()
+
+    @staticmethod
+    def source(
+        path: str, module: cst.Module, names: Iterable[str], text: str | None = None
+    ) -> SourceModule:
+        names = list(names)
+        longest = max(names, key=len) if names else ""
+        package = tuple(longest.split(".")[:-1])
+        if path.endswith("__init__.py"):
+            package = tuple(longest.split(".")) if longest else ()
+        src = SourceModule(path, module, ImportTable.from_module(module), package, {})
+        src.text = module.code if text is None else text
+        walk(module, _DefCollector(src))
+        return src
+
+    def register(self, src: SourceModule, names: Iterable[str]) -> None:
+        for name in names:
+            if name in self.by_name and self.by_name[name] != src.path:
+                self.by_name[name] = None  # two files claim it: ambiguous
+            else:
+                self.by_name[name] = src.path
+
+    # -- resolution ---------------------------------------------------------------------
+
+    def module_for(self, dotted_name: str) -> SourceModule | None:
+        path = self.by_name.get(dotted_name)
+        return self.modules.get(path) if path else None
+
+    def resolve_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> FnKey | None:
+        """The def an expression names, searching enclosing scopes, then imports."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        if not rest:
+            parts = scope.split(".") if scope else []
+            for i in range(len(parts), -1, -1):
+                candidate = ".".join([*parts[:i], head])
+                if candidate in src.defs:
+                    return (src.path, candidate)
+        target = src.relative.get(head) or src.imports.bindings.get(head)
+        if target is None:
+            return None
+        full = f"{target}.{rest}" if rest else target
+        module_name, _, fn_name = full.rpartition(".")
+        other = self.module_for(module_name)
+        if other is not None and fn_name in other.defs:
+            return (other.path, fn_name)
+        return None
+
+    def fn(self, key: FnKey) -> cst.FunctionDef:
+        return self.modules[key[0]].defs[key[1]]
+
+    # -- the pass -----------------------------------------------------------------------
+
+    def build(self) -> ProjectIndex:
+        collectors = [_UseCollector(self, src) for src in self.modules.values()]
+        for collector in collectors:
+            collector.collect()
+        if not self.use_runtime:
+            for collector in collectors:
+                collector.refuse_shim_only_uses()
+        # A model_fn shared with an Estimator that stays must stay too: a plain Estimator
+        # rejects TPUEstimatorSpec.
+        kept = {
+            p.model_fn
+            for p in self.index.ctors.values()
+            if not p.convert and not p.tpu and p.model_fn is not None
+        }
+        for plan in self.index.ctors.values():
+            if plan.convert and plan.model_fn in kept:
+                plan.convert = False
+                plan.refusal = (
+                    "Estimator left as it is: its model_fn is shared with an Estimator that "
+                    "cannot be converted"
+                )
+        self.index.model_fns = {
+            p.model_fn
+            for p in self.index.ctors.values()
+            if p.model_fn is not None and (p.convert or p.tpu)
+        }
+        for collector in collectors:
+            collector.finish()
+        if self.follow_helpers:
+            self.index.model_fn_helpers = self.helpers_of(
+                {
+                    p.model_fn
+                    for p in self.index.ctors.values()
+                    if p.model_fn is not None and not p.keras and not p.premade
+                }
+            )
+        return self.index
+
+    def helpers_of(self, roots: set[FnKey]) -> set[FnKey]:
+        """Project defs the roots call by a name this index resolves, transitively."""
+        found: set[FnKey] = set()
+        todo = list(roots)
+        while todo:
+            key = todo.pop()
+            src = self.modules.get(key[0])
+            fn = src.defs.get(key[1]) if src is not None else None
+            if src is None or fn is None:
+                continue
+            for call in iter_calls(fn, into_defs=True):
+                callee = self.resolve_fn(src, key[1], call.func)
+                if callee is not None and callee not in found and callee not in roots:
+                    found.add(callee)
+                    todo.append(callee)
+        return found
+
+
+class _UseCollector(_Scoped):
+    """Finds Estimator constructions and the calls that use them, in one module."""
+
+    def __init__(self, indexer: Indexer, src: SourceModule) -> None:
+        super().__init__()
+        self.ix = indexer
+        self.src = src
+        # variable name (scope, name) -> constructor key
+        self.estimators: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self.specs: dict[tuple[str, str], tuple[Mode, cst.Call]] = {}
+        self.numpy_inputs: dict[tuple[str, str], cst.Call] = {}
+        self.keys = CallKeys(src.path)
+        self.node_keys: dict[int, CallKey] = {}  # id(call) -> its key
+        self.assign_targets: dict[int, str] = {}  # id(assigned call) -> target name
+        self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
+
+    def collect(self) -> None:
+        if self.src.imports.uses(self.src.text, *USE_NAMES):
+            walk(self.src.module, self)
+
+    def refuse_shim_only_uses(self) -> None:
+        """Under --no-runtime, an Estimator fed by numpy/pandas_input_fn stays as it is."""
+        for scope, _call, est_var, _mode, input_fn in self.pending:
+            saved, self.scope = self.scope, scope.split(".") if scope else []
+            try:
+                ctor = self.lookup(self.estimators, est_var) if est_var else None  # type: ignore[arg-type]
+                numpy_call, _ = self.numpy_input(input_fn)
+            finally:
+                self.scope = saved
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None  # type: ignore[call-overload]
+            if plan is not None and numpy_call is not None and plan.convert:
+                plan.convert = False
+                plan.refusal = (
+                    "Estimator left as it is: its numpy/pandas input functions need the "
+                    "params-aware versions in est2tpu.runtime, which --no-runtime forbids"
+                )
+
+    def finish(self) -> None:
+        for scope, call, est_var, mode, input_fn in self.pending:
+            self.use(scope, call, est_var, mode, input_fn)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return node_code(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+            return
+        target = dotted(node.targets[0].target)
+        if target is None:
+            return
+        self.assign_targets[id(node.value)] = target
+        name = self.src.imports.tf_name(node.value.func)
+        if name in SPEC_CTORS:
+            self.specs[(self.here, target)] = (Mode(SPEC_CTORS[name]), node.value)
+
+    def lookup(self, table: dict[tuple[str, str], object], name: str) -> object | None:
+        parts = self.here.split(".") if self.here else []
+        for i in range(len(parts), -1, -1):
+            hit = table.get((".".join(parts[:i]), name))
+            if hit is not None:
+                return hit
+        return None
+
+    def ctor_refusal(self, node: cst.Call, plan: CtorPlan) -> str | None:
+        """Why this Estimator cannot become a TPUEstimator, or None."""
+        if plan.model_fn is None:
+            return (
+                "Estimator left as it is: its model_fn is not a function defined in this "
+                "project, so its EstimatorSpecs cannot be converted; build a TPUEstimator "
+                "by hand"
+            )
+        if any(a.star for a in node.args):
+            return "Estimator built from *args/**kwargs; convert it by hand"
+        params = call_arg(node, "params", 3)
+        if params is not None and isinstance(params.value, cst.Dict):
+            reserved = sorted(
+                str(el.key.evaluated_value)
+                for el in params.value.elements
+                if isinstance(el, cst.DictElement)
+                and isinstance(el.key, cst.SimpleString)
+                and el.key.evaluated_value in ("batch_size", "context")
+            )
+            if "context" in reserved or (reserved and plan.model_fn_reads_batch_size):
+                return (
+                    f"params uses the key(s) {', '.join(map(repr, reserved))} that "
+                    "TPUEstimator reserves (and the model_fn reads them, which breaks "
+                    "export); rename them and their readers by hand"
+                )
+        config = call_arg(node, "config", 2)
+        if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
+            return (
+                "the config's type cannot be seen here and --no-runtime forbids "
+                "tpu_runtime.ensure_tpu_run_config; pass a tf.compat.v1.estimator.tpu.RunConfig "
+                "by hand"
+            )
+        return None
+
+    def is_run_config(self, expr: cst.BaseExpression) -> bool:
+        """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""
+        if isinstance(expr, cst.Call):
+            if self.src.imports.tf_name(expr.func) in RUN_CONFIGS:
+                return True
+            func = expr.func
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "replace"
+                and self.is_run_config(func.value)
+            )
+        return isinstance(expr, cst.Name) and expr.value in self.src.run_config_vars
+
+    def visit_Call(self, node: cst.Call) -> None:
+        kind = call_kind(self.src.imports, node.func)
+        if kind is not None:
+            key = self.keys.next(self.here, kind)
+            self.node_keys[id(node)] = key
+            target = self.assign_targets.get(id(node))
+            if target is not None and kind == "ctor":
+                self.estimators[(self.here, target)] = key
+            elif target is not None and kind == "numpy":
+                self.numpy_inputs[(self.here, target)] = node
+        name = self.src.imports.tf_name(node.func)
+        if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
+            self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan(premade=True))
+            return
+        if name in KERAS_TO_ESTIMATOR:
+            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan.keras = True
+            plan.convert = not any(a.star for a in node.args)
+            if not plan.convert:
+                plan.refusal = "model_to_estimator called with *args/**kwargs; convert it by hand"
+            return
+        if name in ESTIMATOR_CTORS:
+            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan.tpu = name in TPU_ESTIMATOR_CTORS
+            arg = call_arg(node, "model_fn", 0)
+            fn_key = None
+            if arg is not None:
+                fn_key = self.ix.resolve_fn(self.src, self.here, _unwrap_partial(self, arg.value))
+            plan.model_fn = fn_key
+            if fn_key is not None:
+                plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
+            config = call_arg(node, "config", 2)
+            plan.config_is_run_config = config is not None and self.is_run_config(config.value)
+            if not plan.tpu:
+                plan.refusal = self.ctor_refusal(node, plan)
+                plan.convert = plan.refusal is None
+            return
+        if name in SPEC_CTORS:
+            arg = call_arg(node, "input_fn", 0)
+            if arg is not None:
+                self.pending.append((self.here, node, None, Mode(SPEC_CTORS[name]), arg.value))
+            return
+        if name == "estimator.train_and_evaluate":
+            est = call_arg(node, "estimator", 0)
+            est_name = dotted(est.value) if est else None
+            ctor = self.lookup(self.estimators, est_name) if est_name else None  # type: ignore[arg-type]
+            self.ix.index.train_and_evaluate[self.node_keys[id(node)]] = ctor  # type: ignore[assignment]
+            for kw, pos in (("train_spec", 1), ("eval_spec", 2)):
+                arg = call_arg(node, kw, pos)
+                if arg is None or est_name is None:
+                    continue
+                spec_var = dotted(arg.value)
+                spec = self.lookup(self.specs, spec_var) if spec_var else None  # type: ignore[arg-type]
+                spec_call = arg.value if isinstance(arg.value, cst.Call) else None
+                mode = Mode.TRAIN if kw == "train_spec" else Mode.EVAL
+                if spec is not None:
+                    spec_call = spec[1]  # type: ignore[index]
+                if spec_call is not None:
+                    fn_arg = call_arg(spec_call, "input_fn", 0)
+                    if fn_arg is not None:
+                        self.pending.append((self.here, spec_call, est_name, mode, fn_arg.value))
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
+            receiver = dotted(func.value)
+            if receiver is None or self.lookup(self.estimators, receiver) is None:  # type: ignore[arg-type]
+                return
+            arg = call_arg(node, "input_fn", 0)
+            if arg is not None:
+                mode = Mode(RUN_METHODS[func.attr.value])
+                self.pending.append((self.here, node, receiver, mode, arg.value))
+
+    # -- one use of an input function --------------------------------------------------
+
+    def use(
+        self,
+        scope: str,
+        call: cst.Call,
+        est_var: str | None,
+        mode: Mode,
+        input_fn: cst.BaseExpression,
+    ) -> None:
+        site_key = (self.src.path, scope, self.code(call))
+        site = self.ix.index.use_sites.setdefault(site_key, UseSite())
+        saved, self.scope = self.scope, scope.split(".") if scope else []
+        try:
+            ctor = self.lookup(self.estimators, est_var) if est_var else None  # type: ignore[arg-type]
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None  # type: ignore[call-overload]
+            self.ctor_scope = ctor[1] if ctor is not None else None  # type: ignore[index]
+            result = self.analyse_input_fn(input_fn, mode, site, commit=False)
+            commit = plan is not None and plan.convert
+            if commit and result is not None and not result.portable:
+                site.problems.append(
+                    f"the batch size `{result.code}` is not defined where the Estimator is "
+                    "built; pass train/eval/predict_batch_size to the TPUEstimator by hand"
+                )
+                commit = False
+            if commit:
+                self.analyse_input_fn(input_fn, mode, site, commit=True)
+        finally:
+            self.scope = saved
+        if plan is None or result is None or not commit:
+            return
+        plan.batch_sizes.setdefault(mode, []).append(result)
+
+    def analyse_input_fn(
+        self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool
+    ) -> BatchSize | None:
+        """Plan the input function's rewrite; return the batch size it used, if known.
+
+        Batch rewrites are planned only when `commit` (the call uses an Estimator that
+        becomes a TPUEstimator, which will pass params["batch_size"]).
+        """
+        bindings: dict[str, cst.BaseExpression] = {}
+        via_lambda: cst.Lambda | None = None
+        target_key: FnKey | None = None
+        numpy_call, _ = self.numpy_input(expr)
+        if numpy_call is not None:
+            if commit:
+                site.tpu = True
+                self.ix.index.numpy_inputs.add(self.node_keys[id(numpy_call)])
+            name = self.src.imports.tf_name(numpy_call.func)
+            if name is None and not (self.src.imports.qualify(numpy_call.func) or "").startswith(
+                SHIM + "tf2."
+            ):
+                # The tpu-estimator shim's own numpy/pandas input function (code migrated
+                # before): it batches by params["batch_size"]; the TPUEstimator has the size.
+                return None
+            numpy_batch = call_arg(numpy_call, "batch_size", NUMPY_INPUTS.get(name or "", 2))
+            if numpy_batch is None:
+                return BatchSize(mode, DEFAULT_NUMPY_BATCH, True)
+            return self.batch_from_call_site(mode, numpy_batch.value)
+        if isinstance(expr, cst.Lambda):
+            if param_names(expr) and "params" not in param_names(expr):
+                site.problems.append(
+                    "the input_fn lambda takes arguments other than `params`; "
+                    "make it `lambda params: ...` by hand"
+                )
+                return None
+            body = expr.body
+            if not isinstance(body, cst.Call):
+                site.problems.append("the input_fn lambda does not call a function")
+                return None
+            target_key = self.ix.resolve_fn(self.src, self.here, body.func)
+            if target_key is None:
+                site.problems.append(
+                    "the function the input_fn lambda calls is not defined in this project"
+                )
+                return None
+            via_lambda = expr
+            fn = self.ix.fn(target_key)
+            bindings = _bind(fn, body)
+        elif isinstance(expr, cst.Call):
+            factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            if factory is None:
+                if dotted(expr.func) in ("functools.partial", "partial"):
+                    site.problems.append(
+                        "input_fn is a functools.partial; give the function a `params` "
+                        "argument and read params['batch_size'] by hand"
+                    )
+                else:
+                    site.problems.append("input_fn comes from a call that is not in this project")
+                return None
+            inner = _returned_def(self.ix, factory)
+            if inner is None:
+                site.problems.append(
+                    "the input_fn factory does not return a function defined inside it"
+                )
+                return None
+            target_key = inner
+            bindings = _bind(self.ix.fn(factory), expr)
+        else:
+            target_key = self.ix.resolve_fn(self.src, self.here, expr)
+            if target_key is None:
+                site.problems.append(
+                    "input_fn could not be resolved to a function in this project; it must "
+                    "accept `params` and batch with params['batch_size']"
+                )
+                return None
+        plan = self.ix.index.input_fns.setdefault(target_key, InputFnPlan())
+        plan.modes.add(mode)
+        fn = self.ix.fn(target_key)
+        fn_params = param_names(fn)
+        if commit:
+            plan.committed = True
+            site.tpu = True
+            site.lambda_params = via_lambda is not None
+        if via_lambda is None:
+            plan.needs_params = True
+            plan.direct = True
+        calls = batch_calls(fn)
+        if len(calls) != 1:
+            if not calls:
+                plan.problems.append(
+                    "no `.batch(...)` call found in the input function; TPUEstimator needs "
+                    "a static batch of params['batch_size']"
+                )
+            else:
+                plan.problems.append(
+                    "more than one `.batch(...)` call in the input function; rewrite the "
+                    "one that makes the final batch to params['batch_size'] by hand"
+                )
+            return None
+        size_arg = batch_size_arg(calls[0])
+        if size_arg is None:
+            return None
+        size = size_arg.value
+        if is_params_batch_size(size):
+            return None  # already migrated: the constructor carries the sizes
+        owner_src = self.ix.modules[target_key[0]]
+        if int_literal(size):
+            self.forward_params(plan, site, via_lambda, commit)
+            return BatchSize(mode, self.code_of(owner_src, size), True)
+        name = dotted(size)
+        if isinstance(size, cst.Name) and name is not None:
+            if name in fn_params:
+                bound = bindings.get(name) if via_lambda is not None else None
+                if via_lambda is not None and bound is not None:
+                    if commit:
+                        site.lambda_batch_arg = _arg_index(via_lambda, bound)
+                    return self.batch_from_call_site(mode, bound)
+                default = _default(fn, name)
+                if via_lambda is None and default is not None and int_literal(default):
+                    plan.batch_to_params = plan.batch_to_params or commit
+                    return BatchSize(mode, self.code_of(owner_src, default), True)
+                site.problems.append(
+                    f"the batch size comes from argument `{name}`, which this call site does "
+                    "not set; pass params['batch_size'] by hand"
+                )
+                return None
+            if name in bindings:  # a parameter of the factory that returned the closure
+                plan.batch_to_params = plan.batch_to_params or commit
+                return self.batch_from_call_site(mode, bindings[name])
+            if name in owner_src.constants:
+                self.forward_params(plan, site, via_lambda, commit)
+                if owner_src.path == self.src.path:
+                    return BatchSize(mode, name, True)
+                return BatchSize(mode, str(owner_src.constants[name]), True)
+        plan.problems.append(
+            f"the batch size `{self.code_of(owner_src, size)}` is not a literal, a module "
+            "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
+        )
+        return None
+
+    def numpy_input(self, expr: cst.BaseExpression) -> tuple[cst.Call | None, str]:
+        """A numpy_input_fn/pandas_input_fn call used as the input_fn, and its scope."""
+        if isinstance(expr, cst.Call) and self.src.imports.tf_name(expr.func) in NUMPY_INPUTS:
+            return expr, self.here
+        if isinstance(expr, cst.Name):
+            parts = self.here.split(".") if self.here else []
+            for i in range(len(parts), -1, -1):
+                scope = ".".join(parts[:i])
+                hit = self.numpy_inputs.get((scope, expr.value))
+                if hit is not None:
+                    return hit, scope
+        return None, self.here
+
+    @staticmethod
+    def forward_params(
+        plan: InputFnPlan, site: UseSite, via_lambda: cst.Lambda | None, commit: bool
+    ) -> None:
+        """The function's own `.batch(N)` becomes params["batch_size"]; a lambda that calls
+        it must then hand `params` on."""
+        if not commit:
+            return
+        plan.batch_to_params = True
+        if via_lambda is not None:
+            plan.needs_params = True
+            site.lambda_forward_params = True
+
+    def batch_from_call_site(self, mode: Mode, expr: cst.BaseExpression) -> BatchSize:
+        """A batch size passed at the use site: portable if it is a literal, or a name
+        bound at module level or in the function where the call (and the Estimator) is."""
+        text = self.code(expr)
+        if int_literal(expr):
+            return BatchSize(mode, text, True)
+        head = (dotted(expr) or "").split(".")[0]
+        return BatchSize(mode, text, bool(head) and self.ctor_scope_knows(head))
+
+    ctor_scope: str | None = None
+
+    def ctor_scope_knows(self, name: str) -> bool:
+        if name in self.src.constants or name in self.src.imports.bindings:
+            return True
+        return self.ctor_scope is not None and self.ctor_scope == self.here
+
+    @staticmethod
+    def code_of(src: SourceModule, node: cst.CSTNode) -> str:
+        return src.module.code_for_node(node)
+
+
+def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, cst.Call):
+        qn = collector.src.imports.qualify(expr.func)
+        if qn == "functools.partial" and expr.args:
+            return expr.args[0].value
+    return expr
+
+
+def _bind(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    """Map a def's parameter names to the expressions a call passes for them."""
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    bound: dict[str, cst.BaseExpression] = {}
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for name, arg in zip(names, positional):
+        bound[name] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+    return bound
+
+
+def _default(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+        if p.name.value == name and p.default is not None:
+            return p.default
+    return None
+
+
+def _arg_index(lam: cst.Lambda, value: cst.BaseExpression) -> int | None:
+    body = lam.body
+    assert isinstance(body, cst.Call)
+    for i, arg in enumerate(body.args):
+        if arg.value is value:
+            return i
+    return None
+
+
+def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
+    fn = ix.fn(factory)
+    returned: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if isinstance(node.value, cst.Name):
+                returned.append(node.value.value)
+
+    walk(fn, V())
+    if len(set(returned)) != 1:
+        return None
+    key = f"{factory[1]}.{returned[0]}"
+    return (factory[0], key) if key in ix.modules[factory[0]].defs else None
+
+
+def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            if is_params_batch_size(node):
+                V.found = True
+
+    walk(fn, V())
+    return V.found

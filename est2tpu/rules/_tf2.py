@@ -1,0 +1,114 @@
+"""What the tf2 rules (TF2001-TF2003) share: the facade module, which defs run as a
+model_fn, and the table of TF1 APIs the facade has exact equivalents for. Not a rule (the
+registry skips `_`-prefixed modules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.codemod.visitors import AddImportsVisitor
+
+from est2tpu.cstutil import iter_calls
+from est2tpu.index import ProjectIndex
+from est2tpu.names import attr_chain
+from est2tpu.rule import FileState, Rule
+
+FACADE_MODULE = "est2tpu.runtime.tf2"
+FACADE_ALIAS = "tf2_runtime"
+
+
+def facade(rule: Rule, name: str) -> cst.BaseExpression:
+    """A reference to `est2tpu.runtime.tf2.<name>`, imported as `tf2_runtime`."""
+    AddImportsVisitor.add_needed_import(rule.context, FACADE_MODULE, asname=FACADE_ALIAS)
+    return attr_chain(f"{FACADE_ALIAS}.{name}")
+
+
+def tf2_model_fns(index: ProjectIndex) -> set[tuple[str, str]]:
+    """Every project def an Estimator is built with (the tf2 target keeps any model_fn)."""
+    return {
+        p.model_fn
+        for p in index.ctors.values()
+        if p.model_fn is not None and not p.keras and not p.premade
+    }
+
+
+def model_fn_scopes(state: FileState) -> set[str]:
+    """Defs of this file that run as (part of) a model_fn: the model_fns, the defs the index
+    found them calling in any module (`ProjectIndex.model_fn_helpers`), and the top-level
+    functions of this file those call by name, transitively (helpers that build the net)."""
+    roots = {
+        scope
+        for path, scope in tf2_model_fns(state.index) | state.index.model_fn_helpers
+        if path == state.path
+    }
+    module = state.current
+    if not roots or module is None:
+        return roots
+    defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    found, todo = set(roots), list(roots)
+    while todo:
+        fn = defs.get(todo.pop().split(".")[0])
+        if fn is None:
+            continue
+        for call in iter_calls(fn, into_defs=True):
+            name = call.func.value if isinstance(call.func, cst.Name) else None
+            if name in defs and name not in found:
+                found.add(name)
+                todo.append(name)
+    return found
+
+
+def has_model_fn_code(state: FileState) -> bool:
+    """Does this file hold a model_fn or a def one calls (the tf2 rules' `applies`)?"""
+    return any(
+        path == state.path for path, _ in tf2_model_fns(state.index) | state.index.model_fn_helpers
+    )
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """`tf.compat.v1.<old>` -> `est2tpu.runtime.tf2.<new>`, same call signature."""
+
+    old: str
+    new: str
+    # True when `tf.<old>` (without compat.v1) cannot mean anything else in TF 2.x, so the
+    # plain spelling is TF1 code too. `tf.losses`/`tf.metrics` are Keras in TF 2.x: only
+    # their compat.v1 spellings are TF1.
+    plain_is_tf1: bool = False
+
+
+def _same(prefix: str, names: str, plain_is_tf1: bool = False) -> list[Mapping]:
+    return [Mapping(f"{prefix}.{n}", f"{prefix}.{n}", plain_is_tf1) for n in names.split()]
+
+
+MAPPINGS: tuple[Mapping, ...] = (
+    *_same(
+        "layers",
+        "dense batch_normalization dropout conv1d conv2d max_pooling1d max_pooling2d "
+        "average_pooling2d flatten",
+        plain_is_tf1=True,
+    ),
+    *_same(
+        "losses",
+        "absolute_difference compute_weighted_loss cosine_distance hinge_loss huber_loss "
+        "log_loss mean_squared_error sigmoid_cross_entropy softmax_cross_entropy "
+        "sparse_softmax_cross_entropy get_regularization_loss Reduction",
+    ),
+    *_same(
+        "metrics",
+        "accuracy auc mean mean_absolute_error mean_squared_error root_mean_squared_error "
+        "mean_per_class_accuracy precision recall true_positives false_positives "
+        "true_negatives false_negatives",
+    ),
+    *_same(
+        "train",
+        "AdadeltaOptimizer AdagradOptimizer AdamOptimizer FtrlOptimizer "
+        "GradientDescentOptimizer MomentumOptimizer RMSPropOptimizer "
+        "ProximalAdagradOptimizer ProximalGradientDescentOptimizer "
+        "get_global_step get_or_create_global_step",
+        plain_is_tf1=True,
+    ),
+    Mapping("GraphKeys.UPDATE_OPS", "GraphKeys.UPDATE_OPS", plain_is_tf1=True),
+)
+TABLE: dict[str, Mapping] = {m.old: m for m in MAPPINGS}

@@ -1,0 +1,88 @@
+"""The TensorFlow API vocabulary the index and the rules share: which canonical names
+(`estimator.Estimator`, `estimator.inputs.numpy_input_fn`, ...) build, feed or run an
+Estimator, and which of the shim's names stand for them after a rule ran."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from est2tpu.names import ImportTable
+
+ESTIMATOR_CTORS = frozenset(
+    {"estimator.Estimator", "estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"}
+)
+TPU_ESTIMATOR_CTORS = frozenset({"estimator.tpu.TPUEstimator", "contrib.tpu.TPUEstimator"})
+KERAS_TO_ESTIMATOR = frozenset({"keras.estimator.model_to_estimator"})
+# params-aware shim versions exist for these; name -> positional index of batch_size
+NUMPY_INPUTS = {"estimator.inputs.numpy_input_fn": 2, "estimator.inputs.pandas_input_fn": 2}
+DEFAULT_NUMPY_BATCH = "128"
+SPEC_CTORS = {"estimator.TrainSpec": "train", "estimator.EvalSpec": "eval"}
+PREMADE = [
+    "BaselineClassifier",
+    "BaselineEstimator",
+    "BaselineRegressor",
+    "BoostedTreesClassifier",
+    "BoostedTreesEstimator",
+    "BoostedTreesRegressor",
+    "DNNClassifier",
+    "DNNEstimator",
+    "DNNRegressor",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedEstimator",
+    "DNNLinearCombinedRegressor",
+    "LinearClassifier",
+    "LinearEstimator",
+    "LinearRegressor",
+]
+# Canonical names whose use makes a module worth the use-collecting walk.
+USE_NAMES = (
+    *ESTIMATOR_CTORS,
+    *KERAS_TO_ESTIMATOR,
+    *SPEC_CTORS,
+    *NUMPY_INPUTS,
+    "estimator.train_and_evaluate",
+    *(f"estimator.{name}" for name in PREMADE),
+)
+RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
+RUN_METHODS = {"train": "train", "evaluate": "eval", "predict": "predict"}
+BATCH_METHODS = frozenset({"batch", "padded_batch"})
+
+
+SHIM = "est2tpu.runtime."
+
+
+def call_kind(imports: ImportTable, func: cst.BaseExpression) -> str | None:
+    """The kind of a call the index keys by order: stable when a rule converts the call.
+
+    An Estimator stays a "ctor" when it becomes a TPUEstimator, model_to_estimator when it
+    becomes the shim's, and so on, so the n-th call of a kind in a scope is the same call
+    before and after any rule ran.
+    """
+    canonical = imports.tf_name(func)
+    if canonical is None:
+        qualified = imports.qualify(func) or ""
+        if not qualified.startswith(SHIM):
+            return None
+        return _SHIM_KINDS.get(qualified[len(SHIM) :])
+    if canonical in ESTIMATOR_CTORS or canonical in KERAS_TO_ESTIMATOR:
+        return "ctor"
+    if canonical.startswith("estimator.") and canonical[len("estimator.") :] in PREMADE:
+        return "ctor"
+    if canonical == "estimator.train_and_evaluate":
+        return "train_and_evaluate"
+    if canonical in NUMPY_INPUTS:
+        return "numpy"
+    return None
+
+
+_SHIM_KINDS = {
+    "model_to_estimator": "ctor",
+    "tf2.Estimator": "ctor",  # the tf2 target's facade
+    "tf2.model_to_estimator": "ctor",
+    "tf2.inputs.numpy_input_fn": "numpy",
+    "tf2.inputs.pandas_input_fn": "numpy",
+    "tf2.train_and_evaluate": "train_and_evaluate",
+    "train_and_evaluate": "train_and_evaluate",
+    "numpy_input_fn": "numpy",
+    "pandas_input_fn": "numpy",
+}
