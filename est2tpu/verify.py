@@ -407,9 +407,14 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _in_copy(arg: str, project: Path, copy: Path) -> str:
+    """A path into PROJECT as the same path in the copy; a path into what is not copied (a
+    virtual environment inside PROJECT, its interpreter) and any other argument unchanged."""
     root = str(project)
     if arg == root or arg.startswith(root + os.sep):
-        return str(copy) + arg[len(root) :]
+        mapped = str(copy) + arg[len(root) :]
+        first = Path(arg[len(root) :].lstrip(os.sep)).parts[:1]
+        if not first or (copy / first[0]).exists() or not (project / first[0]).exists():
+            return mapped
     return arg
 
 

@@ -327,3 +327,24 @@ def test_the_hook_imports_neither_tensorflow_nor_the_cli_stack() -> None:
         env=dict(os.environ, PYTHONPATH=str(REPO)),
     )
     assert json.loads(proc.stdout) == []
+
+
+def test_paths_into_the_project_run_in_the_copy_but_its_virtualenv_stays(tmp_path: Path) -> None:
+    project = write_program(
+        tmp_path / "withvenv",
+        """\
+        import pathlib, sys
+        # The copy runs (never PROJECT), under the project's own interpreter; a path into
+        # PROJECT in the command is the copy's.
+        where = "a copy" if "est2tpu-verify-" in str(pathlib.Path(__file__).resolve()) else "PROJECT"
+        argument = "a copy" if "est2tpu-verify-" in sys.argv[1] else "PROJECT"
+        python = pathlib.Path(sys.executable).parent.parent.name
+        raise SystemExit(f"ran in {where}, argument in {argument}, python in {python}")
+        """,
+    )
+    venv_python = project / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(Path(sys.executable).resolve())
+    proc = verify(str(project), "--", str(venv_python), str(project / "train.py"), str(project))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "ran in a copy, argument in a copy, python in .venv" in proc.stdout
