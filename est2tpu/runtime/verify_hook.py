@@ -72,13 +72,12 @@ def _global_step(estimator: Any) -> int | None:
     # user's program.
     try:
         return int(estimator.get_variable_value("global_step"))
+    except Exception:  # noqa: BLE001, S110
+        pass  # the tf2 facade's checkpoints are object-based: read the step from the name
+    try:
+        checkpoint = estimator.latest_checkpoint()
     except Exception:  # noqa: BLE001
-        checkpoint = None
-    if checkpoint is None:
-        try:
-            checkpoint = estimator.latest_checkpoint()
-        except Exception:  # noqa: BLE001
-            return None
+        return None
     match = re.search(r"-(\d+)$", str(checkpoint or ""))
     return int(match.group(1)) if match else None
 
