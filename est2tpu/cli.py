@@ -265,6 +265,76 @@ def explain(
         sys.stdout.write(text)
 
 
+@app.command()
+def verify(
+    project: Annotated[
+        Path,
+        typer.Argument(
+            help="The project directory (never written).", metavar="PROJECT", show_default=False
+        ),
+    ],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The program to run in each copy, after `--`, e.g. -- python train.py.",
+            metavar="-- COMMAND...",
+            show_default=False,
+        ),
+    ] = None,
+    target: TargetOpt = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            help="Interpreter for the migrated copy, in place of COMMAND's (current "
+            "TensorFlow for --target tf2) [default: COMMAND's].",
+            show_default=False,
+        ),
+    ] = None,
+    runs: Annotated[
+        int, typer.Option(help="Runs of the original, to learn whether it is deterministic.")
+    ] = 2,
+    timeout: Annotated[float, typer.Option(help="Seconds each run may take.")] = 1800.0,
+    migrated: Annotated[
+        Path | None,
+        typer.Option(
+            help="Run this already migrated (perhaps hand-edited) tree instead of migrating "
+            "PROJECT.",
+            file_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the temporary copies and say where.")
+    ] = False,
+) -> None:
+    """Run COMMAND on a copy of PROJECT and on a migrated copy; compare what every
+    Estimator train() and evaluate() returned.
+
+    The only command that runs your code. Exit 0 when the results agree, 1 when they
+    do not (or the migrated program fails), 2 when it cannot tell (the original fails,
+    times out or evaluates nothing; a usage error).
+    """
+    from est2tpu import verify as verifier
+
+    try:
+        result = verifier.verify(
+            project,
+            command or [],
+            target=target,
+            python=python,
+            runs=runs,
+            timeout=timeout,
+            migrated_dir=migrated,
+            keep=keep,
+            progress=lambda message: _stderr().out(message, highlight=False),
+        )
+    except verifier.VerifyError as exc:
+        _stderr().print(Text(f"error: {exc}"))
+        raise typer.Exit(EXIT_ERROR) from None
+    _stdout().print(verifier.render(result))
+    raise typer.Exit(result.exit_code)
+
+
 def _example(rule_id: str) -> tuple[str, str, str] | None:
     """The first fixture that shows the rule rewriting: (case name, before, after)."""
     folder = data_dir("fixtures") / rule_id

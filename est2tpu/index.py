@@ -60,7 +60,7 @@ class CtorPlan:
     model_fn_reads_batch_size: bool = False
     config_is_run_config: bool = False  # its `config` is visibly a RunConfig(...)
     keras: bool = False  # built by model_to_estimator from a compiled Keras model
-    premade: bool = False  # DNNClassifier & co.: stays an Estimator (TPU010 reports it)
+    premade: bool = False  # DNNClassifier & co.: the shim's TPUEstimator, or a TPU010 finding
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:

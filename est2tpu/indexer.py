@@ -39,6 +39,7 @@ from est2tpu.tfapi import (
     TPU_ESTIMATOR_CTORS,
     USE_NAMES,
     call_kind,
+    premade_refusal,
 )
 
 
@@ -363,7 +364,11 @@ class _UseCollector(_Scoped):
                 self.numpy_inputs[(self.here, target)] = node
         name = self.src.imports.tf_name(node.func)
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
-            self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan(premade=True))
+            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan.premade = True
+            qualified = self.src.imports.qualify(node.func) or ""
+            plan.refusal = premade_refusal(name[10:], qualified, node, self.ix.use_runtime)
+            plan.convert = plan.refusal is None
             return
         if name in KERAS_TO_ESTIMATOR:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())

@@ -34,6 +34,50 @@ PREMADE = [
     "LinearEstimator",
     "LinearRegressor",
 ]
+# Premade estimators that become a TPUEstimator built from TF 2.15's canned model function
+# (est2tpu.runtime.premade), when spelled as TF2's class (`tf.estimator.X`): TF1's class
+# (`tf.compat.v1.estimator.X`) has other defaults (SUM loss reduction, TF1 optimizers).
+TPU_PREMADE = frozenset(
+    {
+        "DNNClassifier",
+        "DNNRegressor",
+        "LinearClassifier",
+        "LinearRegressor",
+        "DNNLinearCombinedClassifier",
+        "DNNLinearCombinedRegressor",
+    }
+)
+_PREMADE_V2_MODULES = ("tensorflow.estimator.", "tensorflow_estimator.estimator.")
+
+
+def premade_refusal(short: str, qualified: str, call: cst.Call, use_runtime: bool) -> str | None:
+    """Why a premade estimator call stays as it is under tpu-estimator; None: it converts."""
+    if short.startswith("BoostedTrees"):
+        return (
+            f"premade {short} grows trees on the host and has no TPU form; keep it off TPU, "
+            "or use `--target tf2`"
+        )
+    if short not in TPU_PREMADE:
+        return (
+            f"premade {short} has no TPUEstimator form in est2tpu.runtime (TPUEstimator needs "
+            "a model_fn); use `--target tf2` or write a model_fn"
+        )
+    if not qualified.startswith(_PREMADE_V2_MODULES):
+        return (
+            f"{qualified or short} is TensorFlow 1's premade {short} (SUM loss reduction, "
+            f"TF1 optimizers), which est2tpu.runtime.premade does not rebuild; "
+            f"tf.estimator.{short} (TF2's) becomes a TPUEstimator"
+        )
+    if any(a.star for a in call.args):
+        return f"premade {short} called with *args/**kwargs; convert it by hand"
+    if not use_runtime:
+        return (
+            f"premade {short} becomes a TPUEstimator through est2tpu.runtime.premade, which "
+            "--no-runtime forbids; write a model_fn"
+        )
+    return None
+
+
 # Canonical names whose use makes a module worth the use-collecting walk.
 USE_NAMES = (
     *ESTIMATOR_CTORS,
@@ -82,6 +126,7 @@ _SHIM_KINDS = {
     "tf2.inputs.numpy_input_fn": "numpy",
     "tf2.inputs.pandas_input_fn": "numpy",
     "tf2.train_and_evaluate": "train_and_evaluate",
+    **{f"premade.{name}": "ctor" for name in sorted(TPU_PREMADE)},
     "train_and_evaluate": "train_and_evaluate",
     "numpy_input_fn": "numpy",
     "pandas_input_fn": "numpy",

@@ -23,6 +23,7 @@ __all__ = [
     "model_to_estimator",
     "numpy_input_fn",
     "pandas_input_fn",
+    "premade",
     "run_config",
     "train_and_evaluate",
     "use_tpu",
@@ -207,6 +208,7 @@ def ensure_tpu_run_config(
 
 # The Keras builder, the train/evaluate loop and the input functions live in
 # their own modules; like this one they import TensorFlow only when called.
+from est2tpu.runtime import premade
 from est2tpu.runtime.inputs import numpy_input_fn, pandas_input_fn
 from est2tpu.runtime.keras import model_to_estimator
 from est2tpu.runtime.loop import train_and_evaluate
