@@ -20,7 +20,7 @@ from est2tpu.engine import is_selected, parse, select_rules, transform, verify
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.index import USE_NAMES, Indexer, ProjectIndex, SourceModule
 from est2tpu.names import ImportTable
-from est2tpu.notebook import Notebook
+from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
 from est2tpu.scan import may_match, module_names
 
@@ -149,7 +149,7 @@ def _finish_one(cid: int) -> tuple[int, dict[str, object]]:
     try:
         _run(result, module, shared.index, target, select, ignores, use_runtime, cand.source)
         if cand.notebook is not None:
-            _back_to_notebook(result, cand.notebook)
+            _back_to_notebook(result, cand.notebook, select, ignores)
     except MigrationError as exc:
         _fail(result, str(exc))
     except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
@@ -313,7 +313,7 @@ def _migrate_all_parsed(
                 cand.source,
             )
             if cand.notebook is not None:
-                _back_to_notebook(cand.result, cand.notebook)
+                _back_to_notebook(cand.result, cand.notebook, select, [*ignore, *extra])
         except MigrationError as exc:
             _fail(cand.result, str(exc))
         except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
@@ -350,11 +350,16 @@ def _build_index(
         ) from None
 
 
-def _back_to_notebook(result: FileResult, nb: Notebook) -> None:
+def _back_to_notebook(
+    result: FileResult, nb: Notebook, select: Collection[str] | None, ignore: Collection[str]
+) -> None:
     """Turn a result over the joined cells back into one over the notebook's JSON."""
     result.new_text = nb.render(result.new_text or nb.program)
     result.status = Status.CHANGED if result.new_text != nb.raw else Status.UNCHANGED
-    result.findings = nb.locate_findings(result.findings, str(result.path))
+    findings = nb.locate_findings(result.findings, str(result.path))
+    if is_selected(MAGIC_CELL_ID, select, ignore):
+        findings += nb.magic_findings(str(result.path))
+    result.findings = sorted(findings, key=lambda f: (cell_of(f.path)[1] or 0, f.position))
     result.edits = nb.locate_edits(result.edits)
 
 
