@@ -16,8 +16,9 @@ import libcst as cst
 from est2tpu import api, suppressions
 from est2tpu.api import _Candidate, _fail, _root_for, _Shared
 from est2tpu.cache import store_result
+from est2tpu.cstutil import starts
 from est2tpu.engine import is_selected, parse, select_rules, transform, verify
-from est2tpu.ftypes import FileResult, MigrationError, Status, Target
+from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import USE_NAMES, Indexer, ProjectIndex, SourceModule
 from est2tpu.names import ImportTable
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
@@ -391,13 +392,39 @@ def _run(
     ran = [cls.ID for cls in rules]
 
     def enabled(rule_id: str) -> bool:
-        if rule_id == suppressions.UNUSED_ID:
+        if rule_id in (suppressions.UNUSED_ID, AMBIGUOUS_IMPORT_ID):
             return is_selected(rule_id, select, ignore)
         return any(r.startswith(rule_id) for r in ran)
 
+    found = set(state.findings)
+    if enabled(AMBIGUOUS_IMPORT_ID) and ran:
+        found.update(_ambiguous_imports(module, path))
     # The engine reports everything; suppression comments are honoured here.
-    findings = suppressions.apply(
-        set(state.findings), suppressions.find(source), enabled=enabled, path=path
-    )
+    findings = suppressions.apply(found, suppressions.find(source), enabled=enabled, path=path)
     result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id))
     result.edits = state.edits
+
+
+#: The engine-level ID of a name that imports bind to TensorFlow and to something else.
+AMBIGUOUS_IMPORT_ID = "E2T003"
+
+
+def _ambiguous_imports(module: cst.Module, path: str) -> list[Finding]:
+    """A finding at the import that made a TensorFlow name ambiguous: every use of the name
+    is left unresolved, so an Estimator API behind it would be neither migrated nor reported."""
+    table = ImportTable.from_module(module)
+    ambiguous = table.ambiguous_tensorflow()
+    if not ambiguous:
+        return []
+    where = starts(module, [table.conflicts[name] for name in ambiguous])
+    out = []
+    for name, targets in ambiguous.items():
+        line, column = where.get(id(table.conflicts[name]), (1, 0))
+        meanings = ", ".join(targets)
+        message = (
+            f"`{name}` is imported as different things ({meanings}): est2tpu cannot tell which "
+            f"one a use of `{name}` means and leaves every use as it is; import each under "
+            "its own name"
+        )
+        out.append(Finding(AMBIGUOUS_IMPORT_ID, message, Position(line, column + 1), path))
+    return out
