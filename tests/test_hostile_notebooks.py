@@ -6,10 +6,12 @@ writes them, `.py` files) and checks the files on disk afterwards.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -24,6 +26,19 @@ MODEL_FN = (
 ESTIMATOR = 'est = tf.estimator.Estimator(model_fn=model_fn, model_dir="/tmp/m")\n'
 #: The 9-line program of the issue's reproductions.
 GOOD = "import tensorflow as tf\n\n\n" + MODEL_FN + "\n\n" + ESTIMATOR
+
+
+def _harness() -> ModuleType:
+    """tests/e2e/harness.py (the TF 2.15 interpreter and how to run code in it)."""
+    name = "est2tpu_e2e_harness"
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parent / "e2e" / "harness.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def est2tpu(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -231,6 +246,57 @@ def test_a_name_bound_by_two_tensorflow_imports_resolves_through_both(
     assert "tf.compat.v1.estimator.tpu.TPUEstimator(" in new
     assert 'if params["use_tpu"]:' in new
     assert est2tpu("check", path).returncode == 0  # and a second run changes nothing
+
+
+_TRAINER = """
+import numpy as np
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.layers.dense(features["x"], 2)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    optimizer = tf.train.GradientDescentOptimizer(0.1)
+    train_op = optimizer.minimize(loss, tf.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+
+
+def train_input_fn():
+    x = np.arange(256, dtype=np.float32).reshape(64, 4) / 256
+    y = (np.arange(64) % 2).astype(np.int32)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(16)
+
+
+def main(model_dir):
+    estimator = tf.estimator.Estimator(model_fn=model_fn, model_dir=model_dir)
+    estimator.train(train_input_fn, steps=8)
+    return {n: estimator.get_variable_value(n).tolist() for n in estimator.get_variable_names()}
+"""
+
+_RUN = """
+import importlib.util, json, sys
+import tensorflow
+tensorflow.keras.utils.set_random_seed(0)
+spec = importlib.util.spec_from_file_location("trainer", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(json.dumps(module.main(sys.argv[2])))
+"""
+
+
+def test_try_except_header_program_trains_identically_after_migration(tmp_path: Path) -> None:
+    """The `tf` of the try/except header is `tensorflow.compat.v1` at run time: the spelling
+    est2tpu writes through it (`tf.compat.v1.estimator.tpu.TPUEstimator`) must work there."""
+    original = tmp_path / "original.py"
+    original.write_text(TRY_HEADER + _TRAINER)
+    path = tmp_path / "trainer.py"
+    path.write_text(TRY_HEADER + _TRAINER)
+    assert est2tpu("migrate", path).returncode == 0
+    assert "tf.compat.v1.estimator.tpu.TPUEstimator(" in path.read_text()
+    h = _harness()
+    before = h.run_tf_json(_RUN, str(original), str(tmp_path / "m0"))
+    after = h.run_tf_json(_RUN, str(path), str(tmp_path / "m1"))
+    assert before["global_step"] == 8 and "dense/kernel" in before
+    assert after == before
 
 
 def test_a_name_bound_to_tensorflow_and_to_something_else_is_a_finding(tmp_path: Path) -> None:

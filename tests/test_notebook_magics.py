@@ -6,17 +6,20 @@ migration (`name.after.ipynb`); the CLI runs in a subprocess on a copy, as a use
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from est2tpu.notebook import load, whole_cell_magic
 
 NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
+HARNESS = Path(__file__).resolve().parent / "e2e" / "harness.py"
 CASES = sorted(p.name.removesuffix(".before.ipynb") for p in NOTEBOOKS.glob("*.before.ipynb"))
 
 
@@ -184,3 +187,44 @@ def test_a_python_2_cell_still_fails_the_notebook(tmp_path: Path) -> None:
 )
 def test_which_first_lines_make_a_whole_cell_magic(text: str, magic: str | None) -> None:
     assert whole_cell_magic(text) == magic
+
+
+def harness() -> ModuleType:
+    name = "est2tpu_e2e_harness"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HARNESS)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+# Runs a notebook's Python cells (the magic cells are what a kernel would hand to a shell)
+# as one program, then prints every trained variable.
+_TRAIN = """
+import json, sys
+import tensorflow as tf
+tf.keras.utils.set_random_seed(0)
+cells = json.load(open(sys.argv[1]))["cells"]
+code = [
+    "".join(c["source"]) for c in cells
+    if c["cell_type"] == "code" and not "".join(c["source"]).lstrip().startswith("%")
+]
+exec(compile("\\n".join(code).replace("gs://my-bucket/model", sys.argv[2]), "nb", "exec"))
+print(json.dumps({n: estimator.get_variable_value(n).tolist()
+                  for n in estimator.get_variable_names()}))
+"""
+
+
+def test_migrated_datalab_notebook_trains_identically_on_cpu(tmp_path: Path) -> None:
+    """The notebook with a `%bash` cell between its model_fn and its Estimator: the migrated
+    program (TPUEstimator, use_tpu=False on CPU) trains to the same variables, bit for bit."""
+    h = harness()
+    before = NOTEBOOKS / "datalab_bash_between_model_fn_and_estimator.before.ipynb"
+    after = NOTEBOOKS / "datalab_bash_between_model_fn_and_estimator.after.ipynb"
+    original = h.run_tf_json(_TRAIN, str(before), str(tmp_path / "original"))
+    migrated = h.run_tf_json(_TRAIN, str(after), str(tmp_path / "migrated"))
+    assert original.keys() == migrated.keys() and "dense/kernel" in original
+    assert original["global_step"] == 10
+    assert migrated == original
