@@ -439,17 +439,19 @@ def _mask_cell(cell: _CodeCell, placeholders: dict[int, str]) -> None:
     out: list[str] = []
     lexer = _Lexer()
     shell_continues = False
+    shell_indent = ""  # of the magic or shell line; its continuation lines are in its block
     start = 0  # where the current logical line starts in `out`
     code: list[str] = []  # its code, without strings and comments
     for line in lines:
         if shell_continues:  # a magic or shell line continued with a backslash
-            out.append(_placeholder(line, "", placeholders))
+            out.append(_placeholder(line, shell_indent, placeholders))
             shell_continues = line.rstrip("\r\n").endswith("\\")
             continue
         if lexer.at_start:
             stripped = line.strip()
             if stripped and (stripped[0] in "%!?" or _MAGIC_ASSIGN.match(stripped)):
-                out.append(_placeholder(line, _indent(line), placeholders))
+                shell_indent = _indent(line)
+                out.append(_placeholder(line, shell_indent, placeholders))
                 shell_continues = line.rstrip("\r\n").endswith("\\")
                 continue
             start, code = len(out), []

@@ -376,7 +376,11 @@ def test_real_help_and_magics_are_still_masked(tmp_path: Path) -> None:
         "tf.estimator.Estimator?\n"
         "?tf.estimator\n"
         "%time x = 1\n"
-        "files = !ls\n" + MODEL_FN + ESTIMATOR
+        "files = !ls\n"
+        "for name in files:\n"
+        "    !gsutil cp \\\n"
+        "        $name gs://bucket/\n"
+        "    copied = True\n" + MODEL_FN + ESTIMATOR
     )
     path = tmp_path / "nb.ipynb"
     path.write_text(notebook(cell))
@@ -384,6 +388,7 @@ def test_real_help_and_magics_are_still_masked(tmp_path: Path) -> None:
     [new] = sources(path)
     for magic in ("tf.estimator.Estimator?\n", "?tf.estimator\n", "%time x = 1\n", "files = !ls\n"):
         assert magic in new
+    assert "    !gsutil cp \\\n        $name gs://bucket/\n    copied = True\n" in new
     assert "TPUEstimator(" in new
 
 
