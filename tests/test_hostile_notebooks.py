@@ -153,6 +153,25 @@ def test_future_import_in_the_first_cell_keeps_the_added_import_below_it(
     compile(python, "cell", "exec")
 
 
+def test_future_import_after_a_bash_cell_and_a_docstring(tmp_path: Path) -> None:
+    """The shape of a public workshop notebook: a `%%bash` cell fetches a module, then the
+    first Python cell opens with a docstring and `from __future__ import ...`."""
+    bash = "%%bash\nwget https://example.com/dataset.py\nls -l dataset.py\n"
+    first = (
+        '"""Convolutional network custom Estimator for MNIST."""\n\n'
+        "from __future__ import absolute_import, division, print_function\n"
+        "import os\n\nimport tensorflow as tf\n"
+    )
+    path = tmp_path / "nb.ipynb"
+    path.write_text(notebook(bash, first + MODEL_FN, ESTIMATOR))
+    done = est2tpu("migrate", path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cells = sources(path)
+    assert cells[0] == bash and cells[1].startswith(first)
+    assert "import est2tpu.runtime as tpu_runtime\n" in cells[1]
+    compile(cells[1], "cell", "exec")
+
+
 # -- 4. two "source" keys in one cell -------------------------------------------------------
 
 
