@@ -72,30 +72,58 @@ def canonical_tf(qualified: str | None) -> str | None:
     return None
 
 
+def _meaning(target: str) -> str:
+    """What a binding means to the rules: TensorFlow's API by its canonical name (so
+    `tensorflow` and `tensorflow.compat.v1` agree), anything else by its qualified name."""
+    canonical = canonical_tf(target)
+    return target if canonical is None else f"tensorflow:{canonical}"
+
+
+def _resolve(targets: list[str]) -> str:
+    """One target for every binding a name gets from imports (`try: import
+    tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`; an import
+    under `if tf.__version__ ...`): the bindings agree when they mean the same API, and
+    `tensorflow` itself is preferred, as `tf.compat.v1.X` spelled through it works under
+    either binding. Bindings that disagree make the name ambiguous."""
+    if len({_meaning(t) for t in targets}) > 1:
+        return _AMBIGUOUS
+    return "tensorflow" if "tensorflow" in targets else targets[0]
+
+
 class ImportTable:
     """Names bound by import statements anywhere in one module.
 
-    A name bound to two different things (in different scopes) is ambiguous and resolves
-    to nothing: refusing is better than guessing.
+    A name bound by several imports resolves through all of them: to their common meaning,
+    or, when they mean different things, to nothing (refusing is better than guessing);
+    `ambiguous` then names the targets.
     """
 
     def __init__(
-        self, bindings: dict[str, str], forms: dict[str, ImportForm] | None = None
+        self,
+        bindings: dict[str, str],
+        forms: dict[str, ImportForm] | None = None,
+        ambiguous: dict[str, tuple[str, ...]] | None = None,
+        conflicts: dict[str, cst.CSTNode] | None = None,
     ) -> None:
         self.bindings = bindings
         self._forms = forms or {}
+        #: Names bound to imports that mean different things, with every target.
+        self.ambiguous = ambiguous or {}
+        #: For each ambiguous name, the import that bound it to a second meaning.
+        self.conflicts = {n: node for n, node in (conflicts or {}).items() if n in self.ambiguous}
 
     @classmethod
     def from_module(cls, module: cst.Module) -> ImportTable:
-        bindings: dict[str, str] = {}
+        targets: dict[str, list[str]] = {}
         forms: dict[str, ImportForm] = {}
+        conflicts: dict[str, cst.CSTNode] = {}
 
-        def bind(name: str, target: str, form: ImportForm) -> None:
-            old = bindings.get(name)
-            if old is None or old == target:
-                bindings[name] = target
-            else:
-                bindings[name] = _AMBIGUOUS
+        def bind(name: str, target: str, form: ImportForm, where: cst.CSTNode) -> None:
+            seen = targets.setdefault(name, [])
+            if target not in seen:
+                if seen and _meaning(target) != _meaning(seen[0]):
+                    conflicts.setdefault(name, where)
+                seen.append(target)
             forms.setdefault(name, form)
 
         for node in _imports(module):
@@ -105,10 +133,10 @@ class ImportTable:
                     if alias.asname is not None:
                         as_name = alias.asname.name
                         if isinstance(as_name, cst.Name):
-                            bind(as_name.value, full, (full, None, as_name.value))
+                            bind(as_name.value, full, (full, None, as_name.value), node)
                     else:
                         top = full.split(".")[0]
-                        bind(top, top, (full, None, None))
+                        bind(top, top, (full, None, None), node)
             else:
                 if node.relative or node.module is None:
                     continue
@@ -120,8 +148,21 @@ class ImportTable:
                     bound, asname = name, None
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                         bound = asname = alias.asname.name.value
-                    bind(bound, f"{base}.{name}", (base, name, asname))
-        return cls(bindings, forms)
+                    bind(bound, f"{base}.{name}", (base, name, asname), node)
+        bindings = {name: _resolve(seen) for name, seen in targets.items()}
+        ambiguous = {
+            name: tuple(seen) for name, seen in targets.items() if bindings[name] == _AMBIGUOUS
+        }
+        return cls(bindings, forms, ambiguous, conflicts)
+
+    def ambiguous_tensorflow(self) -> dict[str, tuple[str, ...]]:
+        """The ambiguous names one of whose imports is TensorFlow or the Estimator: every use
+        of them is left unresolved, so the rules may miss an Estimator API behind them."""
+        return {
+            name: seen
+            for name, seen in self.ambiguous.items()
+            if any(canonical_tf(t) is not None or in_estimator_only_module(t) for t in seen)
+        }
 
     def import_form(self, name: str) -> ImportForm | None:
         """How the module imports `name`, as RemoveImportsVisitor.remove_unused_import's

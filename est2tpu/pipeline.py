@@ -16,12 +16,13 @@ import libcst as cst
 from est2tpu import api, suppressions
 from est2tpu.api import _Candidate, _fail, _root_for, _Shared
 from est2tpu.cache import store_result
+from est2tpu.cstutil import starts
 from est2tpu.engine import is_selected, parse, select_rules, transform, verify
-from est2tpu.ftypes import FileResult, MigrationError, Status, Target
+from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
 from est2tpu.indexer import Indexer
 from est2tpu.names import ImportTable
-from est2tpu.notebook import Notebook
+from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
 from est2tpu.scan import may_match, module_names
 from est2tpu.tfapi import USE_NAMES
@@ -151,7 +152,7 @@ def _finish_one(cid: int) -> tuple[int, dict[str, object]]:
     try:
         _run(result, module, shared.index, target, select, ignores, use_runtime, cand.source)
         if cand.notebook is not None:
-            _back_to_notebook(result, cand.notebook)
+            _back_to_notebook(result, cand.notebook, select, ignores)
     except MigrationError as exc:
         _fail(result, str(exc))
     except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
@@ -315,7 +316,7 @@ def _migrate_all_parsed(
                 cand.source,
             )
             if cand.notebook is not None:
-                _back_to_notebook(cand.result, cand.notebook)
+                _back_to_notebook(cand.result, cand.notebook, select, [*ignore, *extra])
         except MigrationError as exc:
             _fail(cand.result, str(exc))
         except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
@@ -352,11 +353,16 @@ def _build_index(
         ) from None
 
 
-def _back_to_notebook(result: FileResult, nb: Notebook) -> None:
+def _back_to_notebook(
+    result: FileResult, nb: Notebook, select: Collection[str] | None, ignore: Collection[str]
+) -> None:
     """Turn a result over the joined cells back into one over the notebook's JSON."""
     result.new_text = nb.render(result.new_text or nb.program)
     result.status = Status.CHANGED if result.new_text != nb.raw else Status.UNCHANGED
-    result.findings = nb.locate_findings(result.findings, str(result.path))
+    findings = nb.locate_findings(result.findings, str(result.path))
+    if is_selected(MAGIC_CELL_ID, select, ignore):
+        findings += nb.magic_findings(str(result.path))
+    result.findings = sorted(findings, key=lambda f: (cell_of(f.path)[1] or 0, f.position))
     result.edits = nb.locate_edits(result.edits)
 
 
@@ -388,13 +394,39 @@ def _run(
     ran = [cls.ID for cls in rules]
 
     def enabled(rule_id: str) -> bool:
-        if rule_id == suppressions.UNUSED_ID:
+        if rule_id in (suppressions.UNUSED_ID, AMBIGUOUS_IMPORT_ID):
             return is_selected(rule_id, select, ignore)
         return any(r.startswith(rule_id) for r in ran)
 
+    found = set(state.findings)
+    if enabled(AMBIGUOUS_IMPORT_ID) and ran:
+        found.update(_ambiguous_imports(module, path))
     # The engine reports everything; suppression comments are honoured here.
-    findings = suppressions.apply(
-        set(state.findings), suppressions.find(source), enabled=enabled, path=path
-    )
+    findings = suppressions.apply(found, suppressions.find(source), enabled=enabled, path=path)
     result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id))
     result.edits = state.edits
+
+
+#: The engine-level ID of a name that imports bind to TensorFlow and to something else.
+AMBIGUOUS_IMPORT_ID = "E2T003"
+
+
+def _ambiguous_imports(module: cst.Module, path: str) -> list[Finding]:
+    """A finding at the import that made a TensorFlow name ambiguous: every use of the name
+    is left unresolved, so an Estimator API behind it would be neither migrated nor reported."""
+    table = ImportTable.from_module(module)
+    ambiguous = table.ambiguous_tensorflow()
+    if not ambiguous:
+        return []
+    where = starts(module, [table.conflicts[name] for name in ambiguous])
+    out = []
+    for name, targets in ambiguous.items():
+        line, column = where.get(id(table.conflicts[name]), (1, 0))
+        meanings = ", ".join(targets)
+        message = (
+            f"`{name}` is imported as different things ({meanings}): est2tpu cannot tell which "
+            f"one a use of `{name}` means and leaves every use as it is; import each under "
+            "its own name"
+        )
+        out.append(Finding(AMBIGUOUS_IMPORT_ID, message, Position(line, column + 1), path))
+    return out

@@ -11,9 +11,11 @@ from est2tpu.registry import rule_classes
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Engine-level IDs: checks the API runs after the rules (E2T001, unused suppressions). They
-# have a catalogue entry (so `explain`, `--ignore` and SARIF know them) but no rule class and
-# no fixture folder; their tests live in tests/test_suppressions.py.
+# Engine-level IDs: checks the API runs after the rules (E2T001, unused suppressions, tested in
+# tests/test_suppressions.py; E2T002, notebook magic cells holding Estimator code, tested in
+# tests/test_notebook_magics.py; E2T003, ambiguous imports, in tests/test_hostile_notebooks.py).
+# They have a catalogue entry (so `explain`, `--ignore` and
+# SARIF know them) but no rule class and no fixture folder.
 ENGINE_LEVEL_PREFIX = "E2T"
 
 
@@ -42,7 +44,9 @@ def test_docs_have_the_fixed_headings() -> None:
 
 def test_engine_level_ids_have_no_rule_class() -> None:
     engine_level = {i for i in catalogue.load() if i.startswith(ENGINE_LEVEL_PREFIX)}
-    assert engine_level == {"E2T001"}, "document a new engine-level ID here and in its tests"
+    assert engine_level == {"E2T001", "E2T002", "E2T003"}, (
+        "document a new engine-level ID here and in its tests"
+    )
     assert not engine_level & {cls.ID for cls in rule_classes()}
 
 
