@@ -110,7 +110,7 @@ def test_pyproject_declares_the_tf2_extra() -> None:
         "optional-dependencies"
     ]
     names = {spec.split(">")[0].split("~")[0].split("=")[0] for spec in extras["tf2"]}
-    assert names == {"tensorflow", "tf-keras"}
+    assert names == {"tensorflow", "tf-keras", "tensorboard"}
 
 
 @pytest.mark.tf

@@ -121,7 +121,7 @@ if "TF_USE_LEGACY_KERAS" not in os.environ and _tf_keras_installed():
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
 _route_tf_keras()
 
-from est2tpu.runtime.tf2 import export, inputs, layers, losses, metrics, premade, train
+from est2tpu.runtime.tf2 import export, hooks, inputs, layers, losses, metrics, premade, train
 from est2tpu.runtime.tf2._core import GraphKeys, ModeKeys, get_collection
 from est2tpu.runtime.tf2._estimator import (
     Estimator,
@@ -170,6 +170,7 @@ __all__ = [
     "TrainSpec",
     "export",
     "get_collection",
+    "hooks",
     "inputs",
     "layers",
     "losses",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import tempfile
@@ -22,7 +23,8 @@ class RunConfig:
 
     Honoured: model_dir, tf_random_seed, save_summary_steps, save_checkpoints_steps,
     save_checkpoints_secs, keep_checkpoint_max, log_step_count_steps (a `global_step/sec`
-    summary and log line, as TF1's StepCounterHook). New:
+    summary and log line, as TF1's StepCounterHook), train_distribute and eval_distribute
+    (the facade's strategy, see `Estimator`). New:
     `steps_per_execution` (train steps per `tf.function` call, TPUEstimator's
     iterations_per_loop; default `$EST2TPU_STEPS_PER_EXECUTION` or 100) and `jit_compile`
     (compile the train step with XLA; default `$EST2TPU_JIT_COMPILE=1`).
@@ -50,11 +52,8 @@ class RunConfig:
         steps_per_execution: int | None = None,
         jit_compile: bool | None = None,
     ) -> None:
-        if train_distribute is not None or eval_distribute is not None:
-            raise NotImplementedError(
-                "est2tpu tf2 facade: the strategy is chosen by est2tpu.runtime.tf2.strategy(); "
-                "drop train_distribute/eval_distribute"
-            )
+        self.train_distribute = train_distribute
+        self.eval_distribute = eval_distribute
         self.model_dir = model_dir
         self.tf_random_seed = tf_random_seed
         self.save_summary_steps = save_summary_steps
@@ -237,7 +236,11 @@ class Estimator:
         self._model_fn = model_fn
         self._params = dict(params or {})
         self._warm_start_from = warm_start_from
-        self._strategy = _strategy.strategy()
+        # One strategy holds the variables: RunConfig's train_distribute (or, without it,
+        # eval_distribute), else the one strategy() picks for this host.
+        self._strategy = (
+            self._config.train_distribute or self._config.eval_distribute or _strategy.strategy()
+        )
         self._state: State | None = None
         self._built: set[str] = set()
         self._checkpoint: Any = None
@@ -246,6 +249,7 @@ class Estimator:
         self._eval_metrics: dict[str, Metric] = {}
         self._functions: dict[str, Any] = {}
         self._last_save = time.monotonic()
+        self._train_writer: Any = None
 
     # -- properties tf.estimator.Estimator has ----------------------------------------------
 
@@ -264,6 +268,10 @@ class Estimator:
     @property
     def model_fn(self) -> Callable[..., Any]:
         return self._model_fn
+
+    def eval_dir(self, name: str | None = None) -> str:
+        """Where `evaluate(name=...)` writes its summaries, as `tf.estimator.Estimator`."""
+        return os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
 
     def latest_checkpoint(self) -> str | None:
         import tensorflow as tf
@@ -488,11 +496,23 @@ class Estimator:
         `saving_listeners` are called as TF1's CheckpointSaverHook calls them (`begin`;
         `before_save`/`after_save` around every checkpoint, the first one at the starting
         step; `end`), with `session=None`; an `after_save` returning True stops training.
+        `hooks` are the facade's (`est2tpu.runtime.tf2.hooks`); they see the model between
+        `tf.function` calls at the steps they ask for, before that step's checkpoint.
+        Summaries the model_fn writes (`tf.compat.v1.summary.*`, `tf.summary.*`) go to
+        `model_dir` every `save_summary_steps` steps.
         """
         import tensorflow as tf
 
-        if hooks:
-            raise NotImplementedError("est2tpu tf2 facade: train(hooks=...) is not supported")
+        from est2tpu.runtime.tf2.hooks import FacadeHook
+
+        hooks = list(hooks or ())
+        for hook in hooks:
+            if not isinstance(hook, FacadeHook):
+                raise TypeError(
+                    f"est2tpu tf2 facade: train(hooks=...) runs the hooks of "
+                    f"est2tpu.runtime.tf2.hooks, not {type(hook).__name__}: a SessionRunHook "
+                    "needs a session"
+                )
         listeners = list(saving_listeners or ())
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
@@ -510,11 +530,17 @@ class Estimator:
             return self
         iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
         train_steps = self._train_function()
-        writer = tf.summary.create_file_writer(self._model_dir) if self._is_chief() else None
+        if self._train_writer is None and self._is_chief():
+            # One writer for every train() call: the traced train function records the
+            # model_fn's summaries through the writer it was traced with.
+            self._train_writer = tf.summary.create_file_writer(self._model_dir)
+        writer = self._train_writer
         config = self._config
         counter = _StepCounter(config.log_step_count_steps)
         step = start
         saves = CheckpointSaves(self._save, lambda: int(state.global_step.numpy()), listeners)
+        for hook in hooks:
+            hook.begin(self, step)
         if saves.begin():
             target = step
         while target is None or step < target:
@@ -524,8 +550,16 @@ class Estimator:
             for every in (config.save_summary_steps, config.save_checkpoints_steps):
                 if every:
                     n = min(n, every - step % every)
-            loss, done = train_steps(iterator, tf.constant(n, tf.int64))
+            for hook in hooks:
+                wanted = hook.next_step(step)
+                if wanted is not None and wanted > step:
+                    n = min(n, wanted - step)
+            loss, done = self._run_train_steps(train_steps, iterator, n, writer)
             step = int(state.global_step.numpy())
+            # TF1 ran the user's hooks' after_run before the CheckpointSaverHook's.
+            stop_requested = False
+            for hook in hooks:  # every hook sees the step, as every after_run ran
+                stop_requested = hook.after_steps(step) or stop_requested
             rate = counter.update(step)
             if rate is not None:
                 tf.get_logger().info("global_step/sec: %g", rate)
@@ -545,12 +579,32 @@ class Estimator:
             )
             if due and saves.save():
                 break
-            if int(done) < n:
-                break  # the input ran out, as TF1's OutOfRangeError ended train()
+            if int(done) < n or stop_requested:
+                break  # the input ran out (TF1's OutOfRangeError) or a hook asked to stop
         saves.end()
+        for hook in hooks:
+            hook.end(step)
         if writer is not None:
             writer.flush()
         return self
+
+    def _run_train_steps(self, train_steps: Any, iterator: Any, n: int, writer: Any) -> Any:
+        """`n` train steps; summaries the model_fn writes are recorded at the steps TF1's
+        SummarySaverHook saved them (every `save_summary_steps`), by replica 0."""
+        import tensorflow as tf
+
+        every = self._config.save_summary_steps
+        # TensorFlow writes tf.compat.v1.summary.* and tf.summary.scalar through the
+        # tensorboard package, which TensorFlow 2.20+ no longer installs: without it the
+        # model_fn's summaries are computed and not written (as in TF1 without a writer).
+        if writer is None or not every or importlib.util.find_spec("tensorboard") is None:
+            return train_steps(iterator, tf.constant(n, tf.int64))
+        global_step = self._ensure_state().global_step
+        with (
+            writer.as_default(step=global_step),
+            tf.summary.record_if(lambda: tf.equal(global_step % every, 0)),
+        ):
+            return train_steps(iterator, tf.constant(n, tf.int64))
 
     # -- evaluate -----------------------------------------------------------------------
 
@@ -824,11 +878,12 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     evaluating (and running the exporters) after a checkpoint when `throttle_secs` have
     passed since the last evaluation, and after the last checkpoint if it was not
     evaluated. Returns (metrics of the last evaluation, export results)."""
-    if train_spec.hooks or eval_spec.hooks:
-        raise NotImplementedError("est2tpu tf2 facade: TrainSpec/EvalSpec hooks are not supported")
+    if eval_spec.hooks:
+        raise NotImplementedError("est2tpu tf2 facade: EvalSpec hooks are not supported")
     listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
     estimator.train(
         train_spec.input_fn,
+        hooks=train_spec.hooks,
         max_steps=train_spec.max_steps,
         saving_listeners=[*(train_spec.saving_listeners or ()), listener],
     )

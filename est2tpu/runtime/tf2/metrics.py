@@ -72,11 +72,14 @@ def _metric(
         key,
         inv.state.metrics,
     )
-    if inv.building:
-        update = tf.no_op()
-    else:
-        update = metric.update(**increments())
     value = metric.result()
+    # TF1's update_op is a Tensor: the metric's value after this batch's update (so that
+    # `tf.compat.v1.summary.scalar(name, update_op)` works).
+    if inv.building:
+        update = tf.identity(value)
+    else:
+        with tf.control_dependencies([metric.update(**increments())]):
+            update = metric.result()
     op = MetricOp((value, update))
     op.metric = metric
     inv.metric_by_op[id(update)] = metric
