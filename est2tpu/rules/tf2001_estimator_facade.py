@@ -33,7 +33,7 @@ FACADE_NAMES: dict[str, str] = {
     **{
         f"{space}.{hook}": f"hooks.{hook}"
         for space in ("estimator", "train")
-        for hook in ("StopAtStepHook", "StepCounterHook")
+        for hook in ("LoggingTensorHook", "StopAtStepHook", "StepCounterHook")
     },
     **{
         f"estimator.experimental.{fn}": f"hooks.{fn}"
@@ -54,10 +54,6 @@ HOOK_ADVICE: dict[str, str] = {
     "ProfilerHook": (
         "profiles TF1 session runs; profile the facade's training with "
         "tf.profiler.experimental.start(logdir) / stop() around train()"
-    ),
-    "LoggingTensorHook": (
-        "logs graph tensors from a session run; log from the model_fn with tf.print, or "
-        "read evaluate()'s results"
     ),
 }
 # Namespaces under tf.estimator (not symbols): reached only through a longer name.
@@ -306,7 +302,7 @@ class EstimatorFacade(Rule):
             for i, a in enumerate(node.args)
             if (name := _fills(a, i, positions)) in UNSUPPORTED_ARGS.get(new, ())
             and not _nothing(a.value)
-            and not (new == "TrainSpec" and self._facade_hooks(a.value))
+            and not (name in ("hooks", "training_hooks") and self._facade_hooks(a.value))
         ]
         if any(a.star for a in node.args):
             self.refuse(

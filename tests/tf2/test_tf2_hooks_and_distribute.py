@@ -1,18 +1,20 @@
 """The tf2 facade runs what public Estimator programs pass it: `RunConfig(train_distribute=,
-eval_distribute=)` (its strategy), `StepCounterHook`/`StopAtStepHook` and the early-stopping
-hooks of `tf.estimator.experimental` (its `hooks`), and `tf.compat.v1.summary.scalar` over a
-metric's update op (a Tensor, as in TF1).
+eval_distribute=)` (its strategy), `LoggingTensorHook` (in `training_hooks` with the
+model_fn's tensors, and in `train(hooks=...)` by tensor name), `StepCounterHook`,
+`StopAtStepHook` and the early-stopping hooks of `tf.estimator.experimental` (its `hooks`),
+and `tf.compat.v1.summary.scalar` over a metric's update op (a Tensor, as in TF1).
 
 `programs/hooks_and_distribute.py`, on TF 2.15 as written and on current TensorFlow migrated
 with `--target tf2`: the early-stopping hook stops train_and_evaluate at the same step (6,
 the first check after the step-5 evaluation), StopAtStepHook(num_steps=7) ends the next
-train() at 13, and the metrics agree (measured equal to float32 print precision; asserted
-within 1e-4 relative).
+train() at 13, the metrics agree (measured equal to float32 print precision; asserted
+within 1e-4 relative), and the logging hooks log the same tensors at the same steps.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,6 +27,18 @@ from est2tpu.api import migrate_source
 from est2tpu.ftypes import Target
 
 PROGRAM = Path(__file__).with_name("programs") / "hooks_and_distribute.py"
+LOGGED = re.compile(r"INFO:tensorflow:(hook_loss|named_mse) = (\S+)")
+
+
+def _logged(stderr: str) -> list[tuple[str, float]]:
+    """The logging hooks' lines, in order (current TensorFlow's logger can print a line
+    twice, through two handlers: a repeat of the line just before is dropped)."""
+    lines: list[str] = []
+    for line in stderr.splitlines():
+        if LOGGED.match(line) and (not lines or lines[-1] != line):
+            lines.append(line)
+    found = [LOGGED.match(line) for line in lines]
+    return [(m.group(1), float(m.group(2))) for m in found if m is not None]
 
 
 def _run(harness: ModuleType, python: str, program: Path, work: Path) -> dict[str, Any]:
@@ -39,6 +53,7 @@ def _run(harness: ModuleType, python: str, program: Path, work: Path) -> dict[st
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report: dict[str, Any] = json.loads(results.read_text())
+    report["logged"] = _logged(proc.stderr)
     return report
 
 
@@ -69,6 +84,13 @@ def test_hooks_strategies_and_metric_summary_train_like_the_original(
             assert migrated[phase][key] == pytest.approx(want, rel=1e-4), (phase, key)
     assert "train_rmse" in original["train_summaries"]
     assert "loss" in migrated["train_summaries"]
+    # hook_loss at iterations 0, 3 of the first train() (steps 1, 4) and 0, 3, 6 of the
+    # second (7, 10, 13); named_mse at iterations 0 and 4 of the second (7, 11).
+    tags = [tag for tag, _ in original["logged"]]
+    assert tags.count("hook_loss") == 5 and tags.count("named_mse") == 2, original["logged"]
+    assert [tag for tag, _ in migrated["logged"]] == tags
+    for (_, got), (_, want) in zip(migrated["logged"], original["logged"]):
+        assert got == pytest.approx(want, rel=1e-4)
 
 
 @pytest.mark.tf
@@ -90,4 +112,3 @@ def test_metric_update_op_summary_is_written_with_tensorboard(
     program.write_text(result.new_text)
     migrated = _run(harness, tfcur, program, tmp_path / "run")
     assert "train_rmse" in migrated["train_summaries"]
-

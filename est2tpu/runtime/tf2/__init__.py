@@ -35,15 +35,20 @@ _KERAS_3_PREFIX = "keras._tf_keras.keras"
 _LOADER_ARGS = ("_tfll_parent_module_globals", "_tfll_mode", "_tfll_submodule", "_tfll_name")
 
 
-def _tf_keras_installed() -> bool:
-    """Whether tf-keras is on sys.path, without importing it (this import must stay light)."""
+def _on_path(package: str) -> bool:
+    """Whether `package` is on sys.path, without importing it or asking the import system
+    (this import must stay light)."""
     for entry in sys.path:
         try:
-            if os.path.isdir(os.path.join(entry or ".", "tf_keras")):
+            if os.path.isdir(os.path.join(entry or ".", package)):
                 return True
         except (TypeError, OSError):
             continue
     return False
+
+
+def _tf_keras_installed() -> bool:
+    return _on_path("tf_keras")
 
 
 def _route_tf_keras() -> None:
@@ -98,9 +103,8 @@ def _route_tf_keras() -> None:
 def _check_keras() -> None:
     """Fail at import, with the fix, where the facade cannot run: Keras 3 and no tf-keras."""
     import importlib.metadata
-    import importlib.util
 
-    if _tf_keras_installed() or importlib.util.find_spec("tensorflow") is None:
+    if _tf_keras_installed() or not _on_path("tensorflow"):
         return
     try:
         keras_version = importlib.metadata.version("keras")

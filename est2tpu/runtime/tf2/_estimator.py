@@ -125,9 +125,16 @@ def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
             "est2tpu tf2 facade: the model_fn must return est2tpu.runtime.tf2.EstimatorSpec, "
             f"got {type(spec).__name__}"
         )
+    from est2tpu.runtime.tf2.hooks import FacadeHook
+
+    hooks = list(spec.training_hooks or ())
+    if not all(isinstance(hook, FacadeHook) for hook in hooks):
+        raise NotImplementedError(
+            "est2tpu tf2 facade: EstimatorSpec(training_hooks=...) takes the hooks of "
+            "est2tpu.runtime.tf2.hooks only (a SessionRunHook needs a session)"
+        )
     for hook_field in (
         "training_chief_hooks",
-        "training_hooks",
         "scaffold",
         "evaluation_hooks",
         "prediction_hooks",
@@ -250,6 +257,8 @@ class Estimator:
         self._functions: dict[str, Any] = {}
         self._last_save = time.monotonic()
         self._train_writer: Any = None
+        self._spec_hooks: list[Any] = []  # EstimatorSpec(training_hooks=...) as built
+        self._user_hooks: list[Any] = []  # train(hooks=...) of the current call
 
     # -- properties tf.estimator.Estimator has ----------------------------------------------
 
@@ -345,6 +354,9 @@ class Estimator:
                 state, mode, True, lambda: self._call_model_fn(features, labels, mode)
             )
             if mode == ModeKeys.TRAIN:
+                # The hooks the model_fn returns, as built; later traces return copies
+                # whose tensors the train loop fetches by position.
+                self._spec_hooks = list(spec.training_hooks or ())
                 for record in inv.train_ops:
                     var_list = record.var_list or state.trainable_variables()
                     with tf.init_scope():
@@ -412,7 +424,9 @@ class Estimator:
 
     # -- train --------------------------------------------------------------------------
 
-    def _replica_train(self, element: Any) -> Any:
+    def _replica_train(self, element: Any, fetch: Any = None) -> Any:
+        """One step on this replica: its loss, and with `fetch` (the logging hooks given to
+        train(), by position) also `{key: tensor}` of the hooks' tensors."""
         import tensorflow as tf
 
         state = self._ensure_state()
@@ -441,7 +455,74 @@ class Estimator:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             record.optimizer.inner.apply_gradients(pairs)
         del tape
-        return tf.cast(spec.loss, tf.float32)
+        if fetch is None:
+            return tf.cast(spec.loss, tf.float32)
+        return tf.cast(spec.loss, tf.float32), self._hook_tensors(spec, fetch)
+
+    @staticmethod
+    def _hook_tensors(spec: EstimatorSpec, user_hooks: Any) -> dict[str, Any]:
+        """The tensors of the logging hooks: those train() got (tensor names, looked up in
+        this trace) and those the model_fn returned (this trace's copies)."""
+        import tensorflow as tf
+
+        from est2tpu.runtime.tf2.hooks import LoggingTensorHook
+
+        graph = tf.compat.v1.get_default_graph()
+        tensors: dict[str, Any] = {}
+        for i, hook in enumerate(user_hooks):
+            for tag, tensor in hook.tensors.items():
+                if isinstance(tensor, str):
+                    tensor = graph.get_tensor_by_name(tensor if ":" in tensor else f"{tensor}:0")
+                tensors[f"hook{i}/{tag}"] = tf.identity(tensor)
+        for i, hook in enumerate(spec.training_hooks or ()):
+            if isinstance(hook, LoggingTensorHook):
+                for tag, tensor in hook.tensors.items():
+                    tensors[f"spec{i}/{tag}"] = tf.identity(tensor)
+        return tensors
+
+    def _fetch_function(self, user_hooks: list[Any]) -> Any:
+        """One train step that also returns the logging hooks' tensors (replica 0's)."""
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        strategy = self._strategy
+
+        @tf.function
+        def fetch_step(iterator: Any) -> Any:
+            element = iterator.get_next()
+            loss, tensors = strategy.run(self._replica_train, args=(element, user_hooks))
+            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
+            first = {key: strategy.experimental_local_results(t)[0] for key, t in tensors.items()}
+            state.global_step.assign_add(1)
+            return loss, first
+
+        return fetch_step
+
+    def _run_fetch_step(self, fetch_step: Any, iterator: Any, writer: Any) -> Any:
+        """The fetching step; its values go to the logging hooks. (loss, steps done)."""
+        import tensorflow as tf
+
+        from est2tpu.runtime.tf2.hooks import LoggingTensorHook
+
+        try:
+            loss, tensors = self._with_summaries(writer, lambda: fetch_step(iterator))
+        except tf.errors.OutOfRangeError:
+            return tf.constant(0.0), 0
+        step = int(self._ensure_state().global_step.numpy())
+        values = {key: value.numpy() for key, value in tensors.items()}
+        groups = [
+            ("hook", [h for h in self._user_hooks if isinstance(h, LoggingTensorHook)]),
+            ("spec", self._spec_hooks),
+        ]
+        for kind, group in groups:
+            for i, hook in enumerate(group):
+                if isinstance(hook, LoggingTensorHook):
+                    prefix = f"{kind}{i}/"
+                    hook.fetched(
+                        step,
+                        {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)},
+                    )
+        return loss, 1
 
     @staticmethod
     def _scaled(loss: Any, inv: Invocation, features: Any, ctx: Any) -> Any:
@@ -506,6 +587,7 @@ class Estimator:
         from est2tpu.runtime.tf2.hooks import FacadeHook
 
         hooks = list(hooks or ())
+        self._user_hooks = hooks
         for hook in hooks:
             if not isinstance(hook, FacadeHook):
                 raise TypeError(
@@ -539,6 +621,12 @@ class Estimator:
         counter = _StepCounter(config.log_step_count_steps)
         step = start
         saves = CheckpointSaves(self._save, lambda: int(state.global_step.numpy()), listeners)
+        from est2tpu.runtime.tf2.hooks import LoggingTensorHook
+
+        hooks = [*hooks, *self._spec_hooks]
+        logging_hooks = [h for h in hooks if isinstance(h, LoggingTensorHook)]
+        user_logging = [h for h in self._user_hooks if isinstance(h, LoggingTensorHook)]
+        fetch_step = self._fetch_function(user_logging) if logging_hooks else None
         for hook in hooks:
             hook.begin(self, step)
         if saves.begin():
@@ -554,7 +642,18 @@ class Estimator:
                 wanted = hook.next_step(step)
                 if wanted is not None and wanted > step:
                     n = min(n, wanted - step)
-            loss, done = self._run_train_steps(train_steps, iterator, n, writer)
+            if step + n in {h.wants(step) for h in logging_hooks}:
+                # The chunk's last step fetches the logging hooks' tensors.
+                loss, done = (
+                    self._run_train_steps(train_steps, iterator, n - 1, writer)
+                    if n > 1
+                    else (tf.constant(0.0), tf.constant(0))
+                )
+                if int(done) == n - 1:
+                    loss, last = self._run_fetch_step(fetch_step, iterator, writer)
+                    done = int(done) + last
+            else:
+                loss, done = self._run_train_steps(train_steps, iterator, n, writer)
             step = int(state.global_step.numpy())
             # TF1 ran the user's hooks' after_run before the CheckpointSaverHook's.
             stop_requested = False
@@ -593,18 +692,23 @@ class Estimator:
         SummarySaverHook saved them (every `save_summary_steps`), by replica 0."""
         import tensorflow as tf
 
+        return self._with_summaries(writer, lambda: train_steps(iterator, tf.constant(n, tf.int64)))
+
+    def _with_summaries(self, writer: Any, run: Callable[[], Any]) -> Any:
+        import tensorflow as tf
+
         every = self._config.save_summary_steps
         # TensorFlow writes tf.compat.v1.summary.* and tf.summary.scalar through the
         # tensorboard package, which TensorFlow 2.20+ no longer installs: without it the
         # model_fn's summaries are computed and not written (as in TF1 without a writer).
         if writer is None or not every or importlib.util.find_spec("tensorboard") is None:
-            return train_steps(iterator, tf.constant(n, tf.int64))
+            return run()
         global_step = self._ensure_state().global_step
         with (
             writer.as_default(step=global_step),
             tf.summary.record_if(lambda: tf.equal(global_step % every, 0)),
         ):
-            return train_steps(iterator, tf.constant(n, tf.int64))
+            return run()
 
     # -- evaluate -----------------------------------------------------------------------
 

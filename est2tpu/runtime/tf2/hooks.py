@@ -5,6 +5,8 @@ and asks each hook, between calls, at which step it next needs control (the loop
 call there) and whether training should stop. Each class here does what its TF1 namesake
 does at the steps it would act on:
 
+- `LoggingTensorHook(tensors, every_n_iter=None, every_n_secs=None, at_end=False)`: the
+  model_fn's tensors logged at TF1's steps (see the class);
 - `StopAtStepHook(num_steps=None, last_step=None)`: stop at `last_step`, or `num_steps`
   after the step training starts at;
 - `StepCounterHook(every_n_steps=100, every_n_secs=None, output_dir=None)`: a
@@ -16,7 +18,8 @@ does at the steps it would act on:
   the predicate reads the evaluation results written to the estimator's eval directory,
   as TensorFlow's reads them, and a true answer stops training.
 
-A hook of any other kind raises `TypeError` in `train()`: the facade cannot run a
+Hooks may also be returned in `EstimatorSpec(training_hooks=...)`. A hook of any other
+kind raises `TypeError` in `train()`: the facade cannot run a
 SessionRunHook's `before_run`/`after_run`, which need a session.
 """
 
@@ -30,6 +33,7 @@ from typing import Any
 
 __all__ = [
     "FacadeHook",
+    "LoggingTensorHook",
     "StepCounterHook",
     "StopAtStepHook",
     "make_early_stopping_hook",
@@ -137,6 +141,95 @@ class StepCounterHook(FacadeHook):
                     _scalar_summary("global_step/sec", rate, step)
                 self._writer.flush()
         return False
+
+
+class LoggingTensorHook(FacadeHook):
+    """`tf.compat.v1.train.LoggingTensorHook`: logs `tensors` (a dict tag -> tensor or
+    tensor name, or a list of either) at the first step of each `train()` call, then every
+    `every_n_iter` steps (or `every_n_secs` seconds), as TF1 does. The values are those of
+    the step's own forward pass (TF1 fetched them in the step's session run). Tensors are
+    the model_fn's: pass the hook in `EstimatorSpec(training_hooks=...)`, or name them
+    (`name=` of the op in the model_fn) in `train(hooks=...)`. `at_end` logs the values of
+    the last step (TF1 ran the tensors once more after it)."""
+
+    def __init__(
+        self,
+        tensors: Any,
+        every_n_iter: int | None = None,
+        every_n_secs: float | None = None,
+        at_end: bool = False,
+        formatter: Callable[[dict[str, Any]], str] | None = None,
+    ) -> None:
+        only_log_at_end = at_end and every_n_iter is None and every_n_secs is None
+        if not only_log_at_end and (every_n_iter is None) == (every_n_secs is None):
+            raise ValueError(
+                "either at_end and/or exactly one of every_n_iter and every_n_secs "
+                "must be provided."
+            )
+        if every_n_iter is not None and every_n_iter <= 0:
+            raise ValueError(f"invalid every_n_iter={every_n_iter}.")
+        if isinstance(tensors, dict):
+            self.tag_order = sorted(tensors)
+            self.tensors = dict(tensors)
+        else:
+            self.tag_order = list(tensors)
+            self.tensors = {item: item for item in tensors}
+        self._every_n_iter = every_n_iter
+        self._every_n_secs = every_n_secs
+        self._only_at_end = only_log_at_end
+        self._at_end = at_end
+        self._formatter = formatter
+        self._start = 0
+        self._last_iter: int | None = None
+        self._last_time = 0.0
+        self._values: dict[str, Any] | None = None
+
+    def begin(self, estimator: Any, step: int) -> None:
+        self._start = step
+        self._last_iter = None
+        self._values = None
+
+    def wants(self, step: int) -> int | None:
+        """The global step after which the tensors must be fetched (from that step's run)."""
+        if self._only_at_end:
+            return None
+        if self._last_iter is None:
+            return self._start + 1  # iteration 0: the first run of the call
+        if self._every_n_iter is not None:
+            return self._start + self._last_iter + self._every_n_iter + 1
+        if time.monotonic() - self._last_time >= (self._every_n_secs or 0):
+            return step + 1
+        return None
+
+    def next_step(self, step: int) -> int | None:
+        return self.wants(step)
+
+    def fetched(self, step: int, values: dict[str, Any]) -> None:
+        """The tensors' values from the run that ended at global step `step`."""
+        self._values = values
+        if step == self.wants(step - 1):
+            self._log(step - 1 - self._start, values)
+
+    def end(self, step: int) -> None:
+        if self._at_end and self._values is not None:
+            self._log(step - 1 - self._start, self._values)
+
+    def _log(self, iteration: int, values: dict[str, Any]) -> None:
+        import numpy as np
+        import tensorflow as tf
+
+        now = time.monotonic()
+        elapsed = None if self._last_iter is None else now - self._last_time
+        self._last_iter, self._last_time = iteration, now
+        with np.printoptions(suppress=True):
+            if self._formatter:
+                tf.get_logger().info(self._formatter(values))
+                return
+            stats = ", ".join(f"{tag} = {values[tag]!s}" for tag in self.tag_order)
+        if elapsed is not None:
+            tf.get_logger().info("%s (%.3f sec)", stats, elapsed)
+        else:
+            tf.get_logger().info("%s", stats)
 
 
 def read_eval_metrics(eval_dir: str) -> dict[int, dict[str, float]]:

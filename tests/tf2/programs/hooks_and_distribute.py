@@ -29,9 +29,11 @@ def model_fn(features, labels, mode):
     if mode == tf.estimator.ModeKeys.EVAL:
         return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={"rmse": rmse})
     tf.compat.v1.summary.scalar("train_rmse", rmse[1])
+    tf.identity(loss, name="named_mse")
     optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.05)
     train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+    log_loss = tf.compat.v1.train.LoggingTensorHook({"hook_loss": loss}, every_n_iter=3)
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=[log_loss])
 
 
 def summary_tags(directory):
@@ -44,6 +46,7 @@ def summary_tags(directory):
 
 
 def main(model_dir, results):
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
     tf.keras.utils.set_random_seed(SEED)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     config = tf.estimator.RunConfig(
@@ -68,7 +71,10 @@ def main(model_dir, results):
     early_metrics, _ = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     estimator.train(
         train_input_fn,
-        hooks=[tf.compat.v1.train.StopAtStepHook(num_steps=7)],
+        hooks=[
+            tf.compat.v1.train.StopAtStepHook(num_steps=7),
+            tf.estimator.LoggingTensorHook(["named_mse"], every_n_iter=4),
+        ],
         max_steps=100,
     )
     final = estimator.evaluate(eval_input_fn)
