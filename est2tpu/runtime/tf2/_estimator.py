@@ -257,6 +257,7 @@ class Estimator:
         self._functions: dict[str, Any] = {}
         self._last_save = time.monotonic()
         self._train_writer: Any = None
+        self._summary_vars: tuple[Any, Any] | None = None
         self._spec_hooks: list[Any] = []  # EstimatorSpec(training_hooks=...) as built
         self._user_hooks: list[Any] = []  # train(hooks=...) of the current call
 
@@ -304,7 +305,10 @@ class Estimator:
             kwargs["config"] = self._config
         # TF1 never converted a model_fn with AutoGraph; neither do we.
         fn = tf.autograph.experimental.do_not_convert(self._model_fn)
-        return _check_spec(fn(features, **kwargs), mode)
+        # TF1 built the model_fn at the graph's top name scope: its op names and summary
+        # tags (`train_rmse`, not `while/cond_1/train_rmse` inside the step loop) are those.
+        with tf.compat.v1.name_scope(None):
+            return _check_spec(fn(features, **kwargs), mode)
 
     def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
         import tensorflow as tf
@@ -487,9 +491,12 @@ class Estimator:
         state = self._ensure_state()
         strategy = self._strategy
 
+        summary_step, _ = self._summary_steps()
+
         @tf.function
         def fetch_step(iterator: Any) -> Any:
             element = iterator.get_next()
+            summary_step.assign(state.global_step + 1)
             loss, tensors = strategy.run(self._replica_train, args=(element, user_hooks))
             loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
             first = {key: strategy.experimental_local_results(t)[0] for key, t in tensors.items()}
@@ -543,6 +550,7 @@ class Estimator:
 
         state = self._ensure_state()
         strategy = self._strategy
+        summary_step, _ = self._summary_steps()
         replica_fn: Any = self._replica_train
         if self._config.jit_compile:
             replica_fn = tf.function(self._replica_train, jit_compile=True, autograph=False)
@@ -555,6 +563,7 @@ class Estimator:
                 optional = iterator.get_next_as_optional()
                 if not optional.has_value():
                     break
+                summary_step.assign(state.global_step + 1)
                 per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
                 loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
                 state.global_step.assign_add(1)
@@ -629,6 +638,10 @@ class Estimator:
         fetch_step = self._fetch_function(user_logging) if logging_hooks else None
         for hook in hooks:
             hook.begin(self, step)
+        self._summary_steps()[1].assign(step + 1)
+        for key, metric in state.metrics.items():
+            if isinstance(key, tuple) and key[:1] == ("train",):
+                metric.reset()  # TF1 initialized them with each train() call's session
         if saves.begin():
             target = step
         while target is None or step < target:
@@ -703,12 +716,28 @@ class Estimator:
         # model_fn's summaries are computed and not written (as in TF1 without a writer).
         if writer is None or not every or importlib.util.find_spec("tensorboard") is None:
             return run()
-        global_step = self._ensure_state().global_step
+        step, first = self._summary_steps()
+        # TF1's SummarySaverHook: the first step of each train() call, then every
+        # `save_summary_steps` steps, labelled with the global step after the step.
         with (
-            writer.as_default(step=global_step),
-            tf.summary.record_if(lambda: tf.equal(global_step % every, 0)),
+            writer.as_default(step=step),
+            tf.summary.record_if(lambda: tf.equal((step - first) % every, 0)),
         ):
             return run()
+
+    def _summary_steps(self) -> tuple[Any, Any]:
+        """Two int64 variables, outside the checkpoint: the step a summary written now is
+        labelled with (the global step after the running step) and the label of the first
+        step of the current train() call."""
+        if self._summary_vars is None:
+            import tensorflow as tf
+
+            with tf.init_scope():
+                self._summary_vars = (
+                    tf.Variable(0, dtype=tf.int64, trainable=False),
+                    tf.Variable(1, dtype=tf.int64, trainable=False),
+                )
+        return self._summary_vars
 
     # -- evaluate -----------------------------------------------------------------------
 
@@ -783,8 +812,9 @@ class Estimator:
             self._functions["eval"] = eval_step
         eval_step = self._functions["eval"]
         self._loss_metric.reset()
-        for metric in state.metrics.values():
-            metric.reset()
+        for key, metric in state.metrics.items():
+            if not (isinstance(key, tuple) and key[:1] == ("train",)):
+                metric.reset()  # the eval graph's metrics; training's run on
         for i, element in enumerate(self._strategy.experimental_distribute_dataset(dataset)):
             if steps is not None and i >= steps:
                 break

@@ -36,13 +36,19 @@ def model_fn(features, labels, mode):
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=[log_loss])
 
 
-def summary_tags(directory):
-    tags = set()
-    for name in os.listdir(directory):
+def summaries(directory):
+    """{tag: [[step, value], ...]} of the scalar summaries in `directory`'s event files."""
+    found = {}
+    for name in sorted(os.listdir(directory)):
         if "tfevents" in name:
             for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
-                tags.update(value.tag for value in event.summary.value)
-    return sorted(tags)
+                for value in event.summary.value:
+                    if value.HasField("simple_value"):
+                        number = value.simple_value
+                    else:
+                        number = float(tf.make_ndarray(value.tensor))
+                    found.setdefault(value.tag, []).append([event.step, number])
+    return {tag: sorted(points) for tag, points in found.items()}
 
 
 def main(model_dir, results):
@@ -83,7 +89,7 @@ def main(model_dir, results):
             {
                 "early": {k: float(v) for k, v in early_metrics.items()},
                 "final": {k: float(v) for k, v in final.items()},
-                "train_summaries": summary_tags(model_dir),
+                "train_summaries": summaries(model_dir),
             },
             f,
         )
