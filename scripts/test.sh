@@ -6,6 +6,8 @@
 #   scripts/tf215-env.sh; when it exists those tests are required, not skipped.
 # - .venv-tfcur: current TensorFlow (+ tf-keras) for the tf2 target's tests, built by
 #   scripts/tfcur-env.sh.
+# - .venv-tfcur-nokeras: current TensorFlow alone (what `pip install tensorflow-cpu` gives),
+#   built by scripts/tfcur-nokeras-env.sh (one more TensorFlow install: 1-3.5 min, 1.3 GB).
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +29,14 @@ fi
 if [ -f scripts/tfcur-env.sh ]; then
   bash scripts/tfcur-env.sh
 fi
+if [ -f scripts/tfcur-nokeras-env.sh ]; then
+  bash scripts/tfcur-nokeras-env.sh
+fi
 if [ -x .venv-tfcur/bin/python ]; then
   export EST2TPU_TFCUR_PYTHON="$PWD/.venv-tfcur/bin/python"
+fi
+if [ -x .venv-tfcur-nokeras/bin/python ]; then
+  export EST2TPU_TFCUR_NOKERAS_PYTHON="$PWD/.venv-tfcur-nokeras/bin/python"
 fi
 if [ -x .venv-tf215/bin/python ]; then
   export EST2TPU_TF215_PYTHON="$PWD/.venv-tf215/bin/python"

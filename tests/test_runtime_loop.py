@@ -2,13 +2,12 @@
 
 - The ``train_and_evaluate_exporter`` project, as written and hand-migrated
   (TPUEstimator + the shim's loop), gives identical final metrics, loss and
-  predictions, and writes its export.  Its training input has the same order
-  at every checkpoint boundary, so the loop's restart of the input pipeline at
-  each boundary (inherent in an explicit loop) changes nothing.
+  predictions, and writes its export.
 - Re-running the migrated trainer in the same model_dir resumes from the
   latest checkpoint and ends exactly where one uninterrupted run ends.
-- The schedule, exporter calls, hooks, return value and the no-op re-run of a
-  finished model_dir, on a toy TPUEstimator.
+- The TPU loop's schedule, exporter calls, hooks, return value and the no-op
+  re-run of a finished model_dir, on a toy TPUEstimator; without a TPU,
+  TensorFlow's own train_and_evaluate with the same exporter calls.
 """
 
 from __future__ import annotations
@@ -175,7 +174,7 @@ _LOOP_PROBE = textwrap.dedent(
             Exporter.calls.append({"export_path": export_path,
                                    "checkpoint": os.path.basename(checkpoint_path),
                                    "step": int(eval_result["global_step"]),
-                                   "final": is_the_final_export})
+                                   "final": bool(is_the_final_export)})
             return "export-%d" % eval_result["global_step"]
 
     class Counter(tf.estimator.SessionRunHook):
@@ -195,18 +194,26 @@ _LOOP_PROBE = textwrap.dedent(
     train_spec = tf.estimator.TrainSpec(input_fn, max_steps=10, hooks=[train_hook])
     eval_spec = tf.estimator.EvalSpec(input_fn, steps=2, exporters=[Exporter()],
                                       hooks=[eval_hook], throttle_secs=0)
-    metrics, exports = rt.train_and_evaluate(make(), train_spec, eval_spec)
+    # The loop train_and_evaluate runs on a TPU, forced here on CPU.
+    metrics, exports = rt.loop.train_in_stretches(make(), train_spec, eval_spec)
     first = {"metrics_step": int(metrics["global_step"]), "exports": exports,
              "calls": list(Exporter.calls), "train_runs": train_hook.runs,
              "eval_runs": eval_hook.runs}
     Exporter.calls.clear()
-    again = rt.train_and_evaluate(make(), train_spec, eval_spec)
+    again = rt.loop.train_in_stretches(make(), train_spec, eval_spec)
     longer = tf.estimator.TrainSpec(input_fn, max_steps=13)
-    metrics3, exports3 = rt.train_and_evaluate(make(), longer, eval_spec)
-    print(json.dumps({"model_dir": model_dir, "first": first,
+    metrics3, exports3 = rt.loop.train_in_stretches(make(), longer, eval_spec)
+    longer_calls = list(Exporter.calls)
+    # Without a TPU, train_and_evaluate is TensorFlow's own.
+    Exporter.calls.clear()
+    first_model_dir, model_dir = model_dir, tempfile.mkdtemp()
+    metrics4, exports4 = rt.train_and_evaluate(make(), train_spec, eval_spec)
+    print(json.dumps({"model_dir": first_model_dir, "cpu_model_dir": model_dir, "first": first,
                       "again": [again[0], again[1]],
                       "longer": {"step": int(metrics3["global_step"]), "exports": exports3,
-                                 "calls": Exporter.calls}}))
+                                 "calls": longer_calls},
+                      "cpu": {"step": int(metrics4["global_step"]), "exports": exports4,
+                              "calls": Exporter.calls}}))
     """
 )
 
@@ -236,3 +243,16 @@ def test_loop_schedule_exporters_hooks_and_resume() -> None:
     longer = report["longer"]
     assert [c["step"] for c in longer["calls"]] == [12, 13]
     assert longer["step"] == 13 and longer["exports"] == ["export-13"]
+    # TensorFlow's train_and_evaluate (throttle_secs=0): an evaluation per checkpoint.
+    cpu = report["cpu"]
+    export_path = str(Path(report["cpu_model_dir"]) / "export" / "probe")
+    assert cpu["calls"] == [
+        {
+            "export_path": export_path,
+            "checkpoint": f"model.ckpt-{step}",
+            "step": step,
+            "final": step == 10,
+        }
+        for step in (4, 8, 10)
+    ]
+    assert cpu["step"] == 10 and cpu["exports"] == ["export-10"]

@@ -28,6 +28,31 @@ FACADE_NAMES: dict[str, str] = {
     "estimator.inputs.numpy_input_fn": "inputs.numpy_input_fn",
     "estimator.inputs.pandas_input_fn": "inputs.pandas_input_fn",
     "keras.estimator.model_to_estimator": "model_to_estimator",
+    **{
+        f"{space}.{hook}": f"hooks.{hook}"
+        for space in ("estimator", "train")
+        for hook in ("LoggingTensorHook", "StopAtStepHook", "StepCounterHook")
+    },
+    **{
+        f"estimator.experimental.{fn}": f"hooks.{fn}"
+        for fn in (
+            "stop_if_higher_hook",
+            "stop_if_lower_hook",
+            "stop_if_no_increase_hook",
+            "stop_if_no_decrease_hook",
+            "make_early_stopping_hook",
+        )
+    },
+}
+# The facade's hooks (est2tpu.runtime.tf2.hooks): a `hooks=` argument made only of calls to
+# these is passed on; any other hook needs a session the facade does not have.
+FACADE_HOOKS = frozenset(name for name, new in FACADE_NAMES.items() if new.startswith("hooks."))
+# Hooks with no facade equivalent, and what to do instead.
+HOOK_ADVICE: dict[str, str] = {
+    "ProfilerHook": (
+        "profiles TF1 session runs; profile the facade's training with "
+        "tf.profiler.experimental.start(logdir) / stop() around train()"
+    ),
 }
 # Namespaces under tf.estimator (not symbols): reached only through a longer name.
 NAMESPACES = frozenset(
@@ -42,7 +67,7 @@ UNSUPPORTED_ARGS: dict[str, tuple[str, ...]] = {
         "evaluation_hooks",
         "prediction_hooks",
     ),
-    "RunConfig": ("train_distribute", "eval_distribute", "experimental_distribute"),
+    "RunConfig": ("experimental_distribute",),
     "TrainSpec": ("hooks",),
     "EvalSpec": ("hooks",),
 }
@@ -191,6 +216,11 @@ class EstimatorFacade(Rule):
         self.attrs: set[int] = set()  # the Name after a dot (`.model_to_estimator`): no name
         self.premade_ok: set[int] = set()  # funcs of premade calls that map exactly
         self._columns: list[str] | None = None  # feature-column kinds this module builds
+        self._hook_names: dict[str, bool] | None = None  # name -> only facade hooks bound
+        self._module: cst.Module = cst.Module(body=[])
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -229,6 +259,7 @@ class EstimatorFacade(Rule):
             for i, a in enumerate(node.args)
             if (name := _fills(a, i, positions)) in UNSUPPORTED_ARGS.get(new, ())
             and not _nothing(a.value)
+            and not (name in ("hooks", "training_hooks") and self._facade_hooks(a.value))
         ]
         if any(a.star for a in node.args):
             self.refuse(
@@ -272,6 +303,8 @@ class EstimatorFacade(Rule):
             return
         positions = {HOOK_POSITIONS[func.attr.value]: "hooks"}
         for i, arg in enumerate(node.args):
+            if func.attr.value == "train" and self._facade_hooks(arg.value):
+                continue
             if _fills(arg, i, positions) == "hooks" and not _nothing(arg.value):
                 self.refuse(
                     node,
@@ -279,6 +312,41 @@ class EstimatorFacade(Rule):
                     "move the hooks' work into the model_fn or around the call, then re-run",
                 )
                 return
+
+    def _facade_hooks(self, value: cst.BaseExpression) -> bool:
+        """A list or tuple written here of calls to hooks the facade has."""
+        if not isinstance(value, (cst.List, cst.Tuple)) or not value.elements:
+            return False
+        return all(
+            isinstance(e, cst.Element) and self._facade_hook(e.value) for e in value.elements
+        )
+
+    def _facade_hook(self, value: cst.BaseExpression) -> bool:
+        """A call to a hook the facade has, or a name every assignment in the module of
+        which is one."""
+        if isinstance(value, cst.Call):
+            return self.tf_name(value.func) in FACADE_HOOKS
+        if not isinstance(value, cst.Name):
+            return False
+        if self._hook_names is None:
+            self._hook_names = {}
+            for node in descendants(self._module):
+                if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                    targets = (
+                        [t.target for t in node.targets]
+                        if isinstance(node, cst.Assign)
+                        else [node.target]
+                    )
+                    is_hook = (
+                        isinstance(node, cst.Assign)
+                        and isinstance(node.value, cst.Call)
+                        and self.tf_name(node.value.func) in FACADE_HOOKS
+                    )
+                    for target in targets:
+                        if isinstance(target, cst.Name):
+                            name = target.value
+                            self._hook_names[name] = self._hook_names.get(name, True) and is_hook
+        return self._hook_names.get(value.value, False)
 
     def column_kinds(self) -> list[str]:
         """The `tf.feature_column.*` functions this module calls, other than the exact ones."""
@@ -402,6 +470,13 @@ class EstimatorFacade(Rule):
             return updated
         if any(canonical.startswith(f"{name}.") for name in FACADE_NAMES):
             return updated  # `ModeKeys.TRAIN`: its `ModeKeys` part was rewritten
+        short = canonical.rsplit(".", 1)[-1]
+        if canonical in (f"estimator.{short}", f"train.{short}") and short in HOOK_ADVICE:
+            self.refuse(
+                original,
+                f"`tf.{canonical}` has no equivalent in the tf2 facade: it {HOOK_ADVICE[short]}",
+            )
+            return updated
         if canonical.startswith("estimator."):
             self.refuse(original, why_not(canonical))
         return updated

@@ -51,7 +51,7 @@ class InputFnBatchSize(Rule):
         target = calls[0]
         drop: cst.BaseExpression | None = None
         if plan.committed and plan.modes and Mode.PREDICT not in plan.modes:
-            drop = cst.Name("True")
+            drop = self._on_tpu(fn)
         elif plan.committed and Mode.PREDICT in plan.modes and plan.modes - {Mode.PREDICT}:
             if plan.direct and not any(has_param(f, "mode") for f in self.defs):
                 # The Estimator passes `mode` to an input function that asks for it.
@@ -60,9 +60,17 @@ class InputFnBatchSize(Rule):
             if any(has_param(f, "mode") for f in [*self.defs[:-1], fn]):
                 # The Estimator mode is in scope: static batches for train/eval, while
                 # predict keeps its last partial batch (TPUEstimator pads it).
-                drop = cst.Comparison(
-                    cst.Name("mode"),
-                    [cst.ComparisonTarget(cst.NotEqual(), self.tf("estimator.ModeKeys.PREDICT"))],
+                drop = cst.BooleanOperation(
+                    self._on_tpu(fn),
+                    cst.And(),
+                    cst.Comparison(
+                        cst.Name("mode"),
+                        [
+                            cst.ComparisonTarget(
+                                cst.NotEqual(), self.tf("estimator.ModeKeys.PREDICT")
+                            )
+                        ],
+                    ),
                 )
             else:
                 self.refuse(
@@ -95,12 +103,26 @@ class InputFnBatchSize(Rule):
                     rule.record(o, "batch size read from params['batch_size']")
                 if drop is not None and kwarg(u, "drop_remainder") is None:
                     u = with_kwarg(u, "drop_remainder", drop)
-                    rule.record(o, "static batch shape (drop_remainder=True)")
+                    rule.record(o, "static batch shape on TPU (drop_remainder)")
                 return u
 
         result = fn.visit(Batch())
         assert isinstance(result, cst.FunctionDef)
         return result
+
+    def _on_tpu(self, fn: cst.FunctionDef) -> cst.BaseExpression:
+        """True exactly when TPUEstimator runs this input function for a TPU.
+
+        On TPU (and only there: not with use_tpu=False, nor for evaluation with
+        eval_on_tpu=False) TPUEstimator adds its TPUContext to the params it passes,
+        under the reserved key "context"; CPU batches then keep every example.  A helper
+        without `params` in scope asks the runtime whether the TPUEstimator uses a TPU.
+        """
+        if any(has_param(f, "params") for f in [*self.defs[:-1], fn]):
+            return cst.Comparison(
+                cst.SimpleString('"context"'), [cst.ComparisonTarget(cst.In(), cst.Name("params"))]
+            )
+        return cst.Call(self.runtime("use_tpu"))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.tf_name(original_node.func)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import tempfile
@@ -22,7 +23,8 @@ class RunConfig:
 
     Honoured: model_dir, tf_random_seed, save_summary_steps, save_checkpoints_steps,
     save_checkpoints_secs, keep_checkpoint_max, log_step_count_steps (a `global_step/sec`
-    summary and log line, as TF1's StepCounterHook). New:
+    summary and log line, as TF1's StepCounterHook), train_distribute and eval_distribute
+    (the facade's strategy, see `Estimator`). New:
     `steps_per_execution` (train steps per `tf.function` call, TPUEstimator's
     iterations_per_loop; default `$EST2TPU_STEPS_PER_EXECUTION` or 100) and `jit_compile`
     (compile the train step with XLA; default `$EST2TPU_JIT_COMPILE=1`).
@@ -50,11 +52,8 @@ class RunConfig:
         steps_per_execution: int | None = None,
         jit_compile: bool | None = None,
     ) -> None:
-        if train_distribute is not None or eval_distribute is not None:
-            raise NotImplementedError(
-                "est2tpu tf2 facade: the strategy is chosen by est2tpu.runtime.tf2.strategy(); "
-                "drop train_distribute/eval_distribute"
-            )
+        self.train_distribute = train_distribute
+        self.eval_distribute = eval_distribute
         self.model_dir = model_dir
         self.tf_random_seed = tf_random_seed
         self.save_summary_steps = save_summary_steps
@@ -126,9 +125,16 @@ def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
             "est2tpu tf2 facade: the model_fn must return est2tpu.runtime.tf2.EstimatorSpec, "
             f"got {type(spec).__name__}"
         )
+    from est2tpu.runtime.tf2.hooks import FacadeHook
+
+    hooks = list(spec.training_hooks or ())
+    if not all(isinstance(hook, FacadeHook) for hook in hooks):
+        raise NotImplementedError(
+            "est2tpu tf2 facade: EstimatorSpec(training_hooks=...) takes the hooks of "
+            "est2tpu.runtime.tf2.hooks only (a SessionRunHook needs a session)"
+        )
     for hook_field in (
         "training_chief_hooks",
-        "training_hooks",
         "scaffold",
         "evaluation_hooks",
         "prediction_hooks",
@@ -237,7 +243,11 @@ class Estimator:
         self._model_fn = model_fn
         self._params = dict(params or {})
         self._warm_start_from = warm_start_from
-        self._strategy = _strategy.strategy()
+        # One strategy holds the variables: RunConfig's train_distribute (or, without it,
+        # eval_distribute), else the one strategy() picks for this host.
+        self._strategy = (
+            self._config.train_distribute or self._config.eval_distribute or _strategy.strategy()
+        )
         self._state: State | None = None
         self._built: set[str] = set()
         self._checkpoint: Any = None
@@ -246,6 +256,10 @@ class Estimator:
         self._eval_metrics: dict[str, Metric] = {}
         self._functions: dict[str, Any] = {}
         self._last_save = time.monotonic()
+        self._train_writer: Any = None
+        self._summary_vars: tuple[Any, Any] | None = None
+        self._spec_hooks: list[Any] = []  # EstimatorSpec(training_hooks=...) as built
+        self._user_hooks: list[Any] = []  # train(hooks=...) of the current call
 
     # -- properties tf.estimator.Estimator has ----------------------------------------------
 
@@ -264,6 +278,10 @@ class Estimator:
     @property
     def model_fn(self) -> Callable[..., Any]:
         return self._model_fn
+
+    def eval_dir(self, name: str | None = None) -> str:
+        """Where `evaluate(name=...)` writes its summaries, as `tf.estimator.Estimator`."""
+        return os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
 
     def latest_checkpoint(self) -> str | None:
         import tensorflow as tf
@@ -287,7 +305,10 @@ class Estimator:
             kwargs["config"] = self._config
         # TF1 never converted a model_fn with AutoGraph; neither do we.
         fn = tf.autograph.experimental.do_not_convert(self._model_fn)
-        return _check_spec(fn(features, **kwargs), mode)
+        # TF1 built the model_fn at the graph's top name scope: its op names and summary
+        # tags (`train_rmse`, not `while/cond_1/train_rmse` inside the step loop) are those.
+        with tf.compat.v1.name_scope(None):
+            return _check_spec(fn(features, **kwargs), mode)
 
     def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
         import tensorflow as tf
@@ -337,6 +358,9 @@ class Estimator:
                 state, mode, True, lambda: self._call_model_fn(features, labels, mode)
             )
             if mode == ModeKeys.TRAIN:
+                # The hooks the model_fn returns, as built; later traces return copies
+                # whose tensors the train loop fetches by position.
+                self._spec_hooks = list(spec.training_hooks or ())
                 for record in inv.train_ops:
                     var_list = record.var_list or state.trainable_variables()
                     with tf.init_scope():
@@ -404,7 +428,9 @@ class Estimator:
 
     # -- train --------------------------------------------------------------------------
 
-    def _replica_train(self, element: Any) -> Any:
+    def _replica_train(self, element: Any, fetch: Any = None) -> Any:
+        """One step on this replica: its loss, and with `fetch` (the logging hooks given to
+        train(), by position) also `{key: tensor}` of the hooks' tensors."""
         import tensorflow as tf
 
         state = self._ensure_state()
@@ -433,7 +459,77 @@ class Estimator:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             record.optimizer.inner.apply_gradients(pairs)
         del tape
-        return tf.cast(spec.loss, tf.float32)
+        if fetch is None:
+            return tf.cast(spec.loss, tf.float32)
+        return tf.cast(spec.loss, tf.float32), self._hook_tensors(spec, fetch)
+
+    @staticmethod
+    def _hook_tensors(spec: EstimatorSpec, user_hooks: Any) -> dict[str, Any]:
+        """The tensors of the logging hooks: those train() got (tensor names, looked up in
+        this trace) and those the model_fn returned (this trace's copies)."""
+        import tensorflow as tf
+
+        from est2tpu.runtime.tf2.hooks import LoggingTensorHook
+
+        graph = tf.compat.v1.get_default_graph()
+        tensors: dict[str, Any] = {}
+        for i, hook in enumerate(user_hooks):
+            for tag, tensor in hook.tensors.items():
+                if isinstance(tensor, str):
+                    tensor = graph.get_tensor_by_name(tensor if ":" in tensor else f"{tensor}:0")
+                tensors[f"hook{i}/{tag}"] = tf.identity(tensor)
+        for i, hook in enumerate(spec.training_hooks or ()):
+            if isinstance(hook, LoggingTensorHook):
+                for tag, tensor in hook.tensors.items():
+                    tensors[f"spec{i}/{tag}"] = tf.identity(tensor)
+        return tensors
+
+    def _fetch_function(self, user_hooks: list[Any]) -> Any:
+        """One train step that also returns the logging hooks' tensors (replica 0's)."""
+        import tensorflow as tf
+
+        state = self._ensure_state()
+        strategy = self._strategy
+
+        summary_step, _ = self._summary_steps()
+
+        @tf.function
+        def fetch_step(iterator: Any) -> Any:
+            element = iterator.get_next()
+            summary_step.assign(state.global_step + 1)
+            loss, tensors = strategy.run(self._replica_train, args=(element, user_hooks))
+            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
+            first = {key: strategy.experimental_local_results(t)[0] for key, t in tensors.items()}
+            state.global_step.assign_add(1)
+            return loss, first
+
+        return fetch_step
+
+    def _run_fetch_step(self, fetch_step: Any, iterator: Any, writer: Any) -> Any:
+        """The fetching step; its values go to the logging hooks. (loss, steps done)."""
+        import tensorflow as tf
+
+        from est2tpu.runtime.tf2.hooks import LoggingTensorHook
+
+        try:
+            loss, tensors = self._with_summaries(writer, lambda: fetch_step(iterator))
+        except tf.errors.OutOfRangeError:
+            return tf.constant(0.0), 0
+        step = int(self._ensure_state().global_step.numpy())
+        values = {key: value.numpy() for key, value in tensors.items()}
+        groups = [
+            ("hook", [h for h in self._user_hooks if isinstance(h, LoggingTensorHook)]),
+            ("spec", self._spec_hooks),
+        ]
+        for kind, group in groups:
+            for i, hook in enumerate(group):
+                if isinstance(hook, LoggingTensorHook):
+                    prefix = f"{kind}{i}/"
+                    hook.fetched(
+                        step,
+                        {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)},
+                    )
+        return loss, 1
 
     @staticmethod
     def _scaled(loss: Any, inv: Invocation, features: Any, ctx: Any) -> Any:
@@ -454,6 +550,7 @@ class Estimator:
 
         state = self._ensure_state()
         strategy = self._strategy
+        summary_step, _ = self._summary_steps()
         replica_fn: Any = self._replica_train
         if self._config.jit_compile:
             replica_fn = tf.function(self._replica_train, jit_compile=True, autograph=False)
@@ -466,6 +563,7 @@ class Estimator:
                 optional = iterator.get_next_as_optional()
                 if not optional.has_value():
                     break
+                summary_step.assign(state.global_step + 1)
                 per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
                 loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
                 state.global_step.assign_add(1)
@@ -488,11 +586,24 @@ class Estimator:
         `saving_listeners` are called as TF1's CheckpointSaverHook calls them (`begin`;
         `before_save`/`after_save` around every checkpoint, the first one at the starting
         step; `end`), with `session=None`; an `after_save` returning True stops training.
+        `hooks` are the facade's (`est2tpu.runtime.tf2.hooks`); they see the model between
+        `tf.function` calls at the steps they ask for, before that step's checkpoint.
+        Summaries the model_fn writes (`tf.compat.v1.summary.*`, `tf.summary.*`) go to
+        `model_dir` every `save_summary_steps` steps.
         """
         import tensorflow as tf
 
-        if hooks:
-            raise NotImplementedError("est2tpu tf2 facade: train(hooks=...) is not supported")
+        from est2tpu.runtime.tf2.hooks import FacadeHook
+
+        hooks = list(hooks or ())
+        self._user_hooks = hooks
+        for hook in hooks:
+            if not isinstance(hook, FacadeHook):
+                raise TypeError(
+                    f"est2tpu tf2 facade: train(hooks=...) runs the hooks of "
+                    f"est2tpu.runtime.tf2.hooks, not {type(hook).__name__}: a SessionRunHook "
+                    "needs a session"
+                )
         listeners = list(saving_listeners or ())
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
@@ -510,11 +621,27 @@ class Estimator:
             return self
         iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
         train_steps = self._train_function()
-        writer = tf.summary.create_file_writer(self._model_dir) if self._is_chief() else None
+        if self._train_writer is None and self._is_chief():
+            # One writer for every train() call: the traced train function records the
+            # model_fn's summaries through the writer it was traced with.
+            self._train_writer = tf.summary.create_file_writer(self._model_dir)
+        writer = self._train_writer
         config = self._config
         counter = _StepCounter(config.log_step_count_steps)
         step = start
         saves = CheckpointSaves(self._save, lambda: int(state.global_step.numpy()), listeners)
+        from est2tpu.runtime.tf2.hooks import LoggingTensorHook
+
+        hooks = [*hooks, *self._spec_hooks]
+        logging_hooks = [h for h in hooks if isinstance(h, LoggingTensorHook)]
+        user_logging = [h for h in self._user_hooks if isinstance(h, LoggingTensorHook)]
+        fetch_step = self._fetch_function(user_logging) if logging_hooks else None
+        for hook in hooks:
+            hook.begin(self, step)
+        self._summary_steps()[1].assign(step + 1)
+        for key, metric in state.metrics.items():
+            if isinstance(key, tuple) and key[:1] == ("train",):
+                metric.reset()  # TF1 initialized them with each train() call's session
         if saves.begin():
             target = step
         while target is None or step < target:
@@ -524,8 +651,27 @@ class Estimator:
             for every in (config.save_summary_steps, config.save_checkpoints_steps):
                 if every:
                     n = min(n, every - step % every)
-            loss, done = train_steps(iterator, tf.constant(n, tf.int64))
+            for hook in hooks:
+                wanted = hook.next_step(step)
+                if wanted is not None and wanted > step:
+                    n = min(n, wanted - step)
+            if step + n in {h.wants(step) for h in logging_hooks}:
+                # The chunk's last step fetches the logging hooks' tensors.
+                loss, done = (
+                    self._run_train_steps(train_steps, iterator, n - 1, writer)
+                    if n > 1
+                    else (tf.constant(0.0), tf.constant(0))
+                )
+                if int(done) == n - 1:
+                    loss, last = self._run_fetch_step(fetch_step, iterator, writer)
+                    done = int(done) + last
+            else:
+                loss, done = self._run_train_steps(train_steps, iterator, n, writer)
             step = int(state.global_step.numpy())
+            # TF1 ran the user's hooks' after_run before the CheckpointSaverHook's.
+            stop_requested = False
+            for hook in hooks:  # every hook sees the step, as every after_run ran
+                stop_requested = hook.after_steps(step) or stop_requested
             rate = counter.update(step)
             if rate is not None:
                 tf.get_logger().info("global_step/sec: %g", rate)
@@ -545,12 +691,53 @@ class Estimator:
             )
             if due and saves.save():
                 break
-            if int(done) < n:
-                break  # the input ran out, as TF1's OutOfRangeError ended train()
+            if int(done) < n or stop_requested:
+                break  # the input ran out (TF1's OutOfRangeError) or a hook asked to stop
         saves.end()
+        for hook in hooks:
+            hook.end(step)
         if writer is not None:
             writer.flush()
         return self
+
+    def _run_train_steps(self, train_steps: Any, iterator: Any, n: int, writer: Any) -> Any:
+        """`n` train steps; summaries the model_fn writes are recorded at the steps TF1's
+        SummarySaverHook saved them (every `save_summary_steps`), by replica 0."""
+        import tensorflow as tf
+
+        return self._with_summaries(writer, lambda: train_steps(iterator, tf.constant(n, tf.int64)))
+
+    def _with_summaries(self, writer: Any, run: Callable[[], Any]) -> Any:
+        import tensorflow as tf
+
+        every = self._config.save_summary_steps
+        # TensorFlow writes tf.compat.v1.summary.* and tf.summary.scalar through the
+        # tensorboard package, which TensorFlow 2.20+ no longer installs: without it the
+        # model_fn's summaries are computed and not written (as in TF1 without a writer).
+        if writer is None or not every or importlib.util.find_spec("tensorboard") is None:
+            return run()
+        step, first = self._summary_steps()
+        # TF1's SummarySaverHook: the first step of each train() call, then every
+        # `save_summary_steps` steps, labelled with the global step after the step.
+        with (
+            writer.as_default(step=step),
+            tf.summary.record_if(lambda: tf.equal((step - first) % every, 0)),
+        ):
+            return run()
+
+    def _summary_steps(self) -> tuple[Any, Any]:
+        """Two int64 variables, outside the checkpoint: the step a summary written now is
+        labelled with (the global step after the running step) and the label of the first
+        step of the current train() call."""
+        if self._summary_vars is None:
+            import tensorflow as tf
+
+            with tf.init_scope():
+                self._summary_vars = (
+                    tf.Variable(0, dtype=tf.int64, trainable=False),
+                    tf.Variable(1, dtype=tf.int64, trainable=False),
+                )
+        return self._summary_vars
 
     # -- evaluate -----------------------------------------------------------------------
 
@@ -625,8 +812,9 @@ class Estimator:
             self._functions["eval"] = eval_step
         eval_step = self._functions["eval"]
         self._loss_metric.reset()
-        for metric in state.metrics.values():
-            metric.reset()
+        for key, metric in state.metrics.items():
+            if not (isinstance(key, tuple) and key[:1] == ("train",)):
+                metric.reset()  # the eval graph's metrics; training's run on
         for i, element in enumerate(self._strategy.experimental_distribute_dataset(dataset)):
             if steps is not None and i >= steps:
                 break
@@ -824,11 +1012,12 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     evaluating (and running the exporters) after a checkpoint when `throttle_secs` have
     passed since the last evaluation, and after the last checkpoint if it was not
     evaluated. Returns (metrics of the last evaluation, export results)."""
-    if train_spec.hooks or eval_spec.hooks:
-        raise NotImplementedError("est2tpu tf2 facade: TrainSpec/EvalSpec hooks are not supported")
+    if eval_spec.hooks:
+        raise NotImplementedError("est2tpu tf2 facade: EvalSpec hooks are not supported")
     listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
     estimator.train(
         train_spec.input_fn,
+        hooks=train_spec.hooks,
         max_steps=train_spec.max_steps,
         saving_listeners=[*(train_spec.saving_listeners or ()), listener],
     )

@@ -65,18 +65,33 @@ def _metric(
     import tensorflow as tf
 
     inv = current(f"tf2.metrics.{kind}")
-    key = inv.site_key(depth)
+    key: Any = inv.site_key(depth)
+    if inv.mode == "train":
+        # TF1's train and eval graphs had their own metric variables.
+        key = ("train", *key)
     metric: Metric = stored(
         "metric",
         lambda: Metric(f"{kind}_{len(inv.state.metrics)}", shapes, result_fn),
         key,
         inv.state.metrics,
     )
-    if inv.building:
-        update = tf.no_op()
-    else:
-        update = metric.update(**increments())
     value = metric.result()
+    # TF1's update_op is a Tensor: the metric's value after this batch's update (so that
+    # `tf.compat.v1.summary.scalar(name, update_op)` works).
+    if inv.building:
+        update = tf.identity(value)
+    elif inv.mode == "train":
+        # In TF1 a training step ran a metric's update op only when something fetched it:
+        # the summary of it, every save_summary_steps steps (the facade records summaries
+        # exactly then). Other train steps leave the metric as it is.
+        def record() -> Any:
+            with tf.control_dependencies([metric.update(**increments())]):
+                return metric.result()
+
+        update = tf.cond(tf.summary.should_record_summaries(), record, lambda: value)
+    else:
+        with tf.control_dependencies([metric.update(**increments())]):
+            update = metric.result()
     op = MetricOp((value, update))
     op.metric = metric
     inv.metric_by_op[id(update)] = metric
