@@ -43,7 +43,6 @@ from est2tpu.tfapi import (
     call_kind,
 )
 
-
 _T = TypeVar("_T")
 # (scope, name) -> [(position, value)], in source order
 _Bindings = dict[tuple[str, str], list[tuple[int, _T]]]

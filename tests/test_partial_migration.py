@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -103,9 +102,7 @@ def _changed(one_shot: dict[str, bytes]) -> list[str]:
 
 
 @pytest.mark.parametrize("k", [1, 2])
-def test_every_partial_state_converges(
-    tmp_path: Path, one_shot: dict[str, bytes], k: int
-) -> None:
+def test_every_partial_state_converges(tmp_path: Path, one_shot: dict[str, bytes], k: int) -> None:
     changed = _changed(one_shot)
     assert len(changed) == 3, changed  # inputs.py, model.py, task.py
     for written in itertools.combinations(changed, k):

@@ -169,7 +169,6 @@ class InputFnBatchSize(Rule):
             args=[a.with_changes(value=new_lam) if a is arg else a for a in updated_node.args]
         )
 
-
     # Issue 19 (the project index's engineer): direct calls, kept apart from the rest.
     def _direct_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         """A call the project makes itself of an input function that gains `params` passes
