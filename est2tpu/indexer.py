@@ -137,6 +137,9 @@ class Indexer:
         self.by_name: dict[str, str | None] = {}
         self.index = ProjectIndex()
         self.wrapped: set[int] = set()  # id() of calls an input_fn lambda makes
+        # project functions that build and return an Estimator -> the constructions they
+        # return (None: something else too)
+        self.returned_ctors: dict[FnKey, set[CallKey | None]] = {}
 
     @staticmethod
     def source(
@@ -263,12 +266,14 @@ class _UseCollector(_Scoped):
         self.estimators: _Bindings[tuple[str, str, str]] = {}
         self.specs: _Bindings[tuple[Mode, cst.Call]] = {}
         self.numpy_inputs: _Bindings[cst.Call] = {}
+        self.values: _Bindings[cst.BaseExpression] = {}  # names assigned a call or a lambda
         self.seq = 0  # position in the walk: calls seen so far
         self.keys = CallKeys(src.path)
         self.node_keys: dict[int, CallKey] = {}  # id(call) -> its key
         self.assign_targets: dict[int, str] = {}  # id(assigned call) -> target name
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression, int]] = []
         self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
+        self.tande: list[tuple[CallKey, str | None, str, int]] = []  # train_and_evaluate
 
     def collect(self) -> None:
         if self.src.imports.uses(self.src.text, *USE_NAMES):
@@ -293,6 +298,14 @@ class _UseCollector(_Scoped):
                 )
 
     def finish(self) -> None:
+        for key, est_name, scope, seq in self.tande:
+            saved, self.scope = self.scope, scope.split(".") if scope else []
+            self.seq = seq
+            try:
+                ctor = self.estimator_of(est_name) if est_name else None
+            finally:
+                self.scope = saved
+            self.ix.index.train_and_evaluate[key] = ctor
         for scope, call, est_var, mode, input_fn, seq in self.pending:
             self.seq = seq
             self.use(scope, call, est_var, mode, input_fn)
@@ -301,7 +314,13 @@ class _UseCollector(_Scoped):
         return node_code(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+        if len(node.targets) != 1:
+            return
+        if isinstance(node.targets[0].target, cst.Name) and isinstance(
+            node.value, (cst.Call, cst.Lambda)
+        ):
+            self.bind(self.values, node.targets[0].target.value, node.value)
+        if not isinstance(node.value, cst.Call):
             return
         target = dotted(node.targets[0].target)
         if target is None:
@@ -312,6 +331,7 @@ class _UseCollector(_Scoped):
             self.bind(self.specs, target, (Mode(SPEC_CTORS[name]), node.value))
 
     def bind(self, table: _Bindings[_T], name: str, value: _T) -> None:
+        self.seq += 1  # a binding is a position of its own: a use before it never sees it
         table.setdefault((self.here, name), []).append((self.seq, value))
 
     def lookup(self, table: _Bindings[_T], name: str) -> _T | None:
@@ -329,7 +349,7 @@ class _UseCollector(_Scoped):
                 continue
             if i < len(parts) and len(bindings) == 1:
                 return bindings[0][1]
-            before = [value for seq, value in bindings if seq < self.seq]
+            before = [value for seq, value in bindings if seq <= self.seq]
             return before[-1] if before else None
         return None
 
@@ -434,8 +454,7 @@ class _UseCollector(_Scoped):
         if name == "estimator.train_and_evaluate":
             est = call_arg(node, "estimator", 0)
             est_name = dotted(est.value) if est else None
-            ctor = self.lookup(self.estimators, est_name) if est_name else None
-            self.ix.index.train_and_evaluate[self.node_keys[id(node)]] = ctor
+            self.tande.append((self.node_keys[id(node)], est_name, self.here, self.seq))
             for kw, pos in (("train_spec", 1), ("eval_spec", 2)):
                 arg = call_arg(node, kw, pos)
                 if arg is None or est_name is None:
@@ -456,7 +475,10 @@ class _UseCollector(_Scoped):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
             receiver = dotted(func.value)
-            if receiver is None or self.lookup(self.estimators, receiver) is None:
+            if receiver is None:
+                return
+            held = self.lookup(self.values, receiver)  # maybe built by a project function
+            if self.lookup(self.estimators, receiver) is None and not isinstance(held, cst.Call):
                 return
             arg = call_arg(node, "input_fn", 0)
             if arg is not None:
@@ -473,13 +495,16 @@ class _UseCollector(_Scoped):
         mode: Mode,
         input_fn: cst.BaseExpression,
     ) -> None:
-        site_key = (self.src.path, scope, self.code(call))
-        site = self.ix.index.use_sites.setdefault(site_key, UseSite())
         saved, self.scope = self.scope, scope.split(".") if scope else []
         try:
-            ctor = self.lookup(self.estimators, est_var) if est_var else None
+            ctor = self.estimator_of(est_var) if est_var else None
+            if est_var and ctor is None and self.lookup(self.estimators, est_var) is None:
+                return  # a call's result, and not an Estimator the index knows of
+            site_key = (self.src.path, scope, self.code(call))
+            site = self.ix.index.use_sites.setdefault(site_key, UseSite())
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             self.ctor_scope = ctor[1] if ctor is not None else None
+            self.ctor_path = ctor[0] if ctor is not None else None
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
             commit = plan is not None and (
                 plan.convert
@@ -510,15 +535,31 @@ class _UseCollector(_Scoped):
         plan.batch_sizes.setdefault(mode, []).append(result)
 
     def analyse_input_fn(
-        self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool
+        self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool, depth: int = 0
     ) -> BatchSize | None:
         """Plan the input function's rewrite; return the batch size it used, if known.
 
         Batch rewrites are planned only when `commit` (the call uses an Estimator that
         becomes a TPUEstimator, which will pass params["batch_size"]).
         """
+        if (
+            isinstance(expr, cst.Name)
+            and depth < 4
+            and self.ix.resolve_fn(self.src, self.here, expr) is None
+        ):
+            value = self.lookup(self.values, expr.value)
+            if isinstance(value, cst.Lambda):
+                # The rewrite of a lambda happens where it is passed, not where it is bound.
+                site.problems.append(
+                    f"input_fn `{expr.value}` holds a lambda; pass the lambda itself, or make "
+                    "it `lambda params: ...` and pass params['batch_size'] on by hand"
+                )
+                return None
+            if value is not None:
+                return self.analyse_input_fn(value, mode, site, commit, depth + 1)
         bindings: dict[str, cst.BaseExpression] = {}
         via_lambda: cst.Lambda | None = None
+        via_partial = False
         target_key: FnKey | None = None
         factory: FnKey | None = None
         numpy_call, _ = self.numpy_input(expr)
@@ -561,23 +602,30 @@ class _UseCollector(_Scoped):
             bindings = _bind(fn, body)
         elif isinstance(expr, cst.Call):
             factory = self.ix.resolve_fn(self.src, self.here, expr.func)
-            if factory is None:
-                if dotted(expr.func) in ("functools.partial", "partial"):
+            partial_of = _partial_of(self, expr)
+            if factory is None and partial_of is not None:
+                # TPUEstimator passes params (and mode, unless bound) to the partial object.
+                target_key = self.ix.resolve_fn(self.src, self.here, partial_of)
+                if target_key is None:
                     site.problems.append(
-                        "input_fn is a functools.partial; give the function a `params` "
-                        "argument and read params['batch_size'] by hand"
+                        "input_fn is a functools.partial of a function not defined in this "
+                        "project; it must accept `params` and batch with params['batch_size']"
                     )
-                else:
-                    site.problems.append("input_fn comes from a call that is not in this project")
+                    return None
+                via_partial = True
+                bindings = _bind(self.ix.fn(target_key), expr.with_changes(args=expr.args[1:]))
+            elif factory is None:
+                site.problems.append("input_fn comes from a call that is not in this project")
                 return None
-            inner = _returned_def(self.ix, factory)
-            if inner is None:
-                site.problems.append(
-                    "the input_fn factory does not return a function defined inside it"
-                )
-                return None
-            target_key = inner
-            bindings = _bind(self.ix.fn(factory), expr)
+            else:
+                inner = _returned_def(self.ix, factory)
+                if inner is None:
+                    site.problems.append(
+                        "the input_fn factory does not return a function defined inside it"
+                    )
+                    return None
+                target_key = inner
+                bindings = _bind(self.ix.fn(factory), expr)
         else:
             target_key = self.ix.resolve_fn(self.src, self.here, expr)
             if target_key is None:
@@ -639,6 +687,9 @@ class _UseCollector(_Scoped):
             return BatchSize(mode, self.code_of(owner_src, size), True)
         name = dotted(size)
         if isinstance(size, cst.Name) and name is not None:
+            if name in fn_params and via_partial and name in bindings:
+                plan.batch_to_params = plan.batch_to_params or commit
+                return self.batch_from_call_site(mode, bindings[name])
             if name in fn_params:
                 bound = bindings.get(name) if via_lambda is not None else None
                 if via_lambda is not None and bound is not None:
@@ -669,6 +720,43 @@ class _UseCollector(_Scoped):
             f"the batch size `{self.code_of(owner_src, size)}` is not a literal, a module "
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
+        return None
+
+    def leave_Return(self, original_node: cst.Return) -> None:
+        if not self.here or self.here not in self.src.defs:
+            return
+        value = original_node.value
+        key: CallKey | None = None
+        if isinstance(value, cst.Call):
+            key = self.node_keys.get(id(value))
+        elif isinstance(value, cst.Name):
+            key = self.lookup(self.estimators, value.value)
+        if key is not None and not key[2].startswith("ctor#"):
+            key = None
+        self.ix.returned_ctors.setdefault((self.src.path, self.here), set()).add(key)
+
+    def estimator_of(self, name: str) -> CallKey | None:
+        """The Estimator construction a name holds: assigned here, or returned by the
+        project function whose call it was assigned (`estimator = build_estimator(...)`)."""
+        self.reach = {}
+        key = self.lookup(self.estimators, name)
+        if key is not None:
+            return key
+        value = self.lookup(self.values, name)
+        if isinstance(value, cst.Call):
+            builder = self.ix.resolve_fn(self.src, self.here, value.func)
+            returned = self.ix.returned_ctors.get(builder) if builder is not None else None
+            if builder is not None and returned is not None and len(returned) == 1:
+                key = next(iter(returned))
+                if key is not None:
+                    # What the caller passes by name, the builder holds as its parameter
+                    # (`build_estimator(config, flags)`: flags.batch_size is reachable there).
+                    self.reach = {
+                        arg.value: param
+                        for param, arg in _bind(self.ix.fn(builder), value).items()
+                        if isinstance(arg, cst.Name)
+                    }
+                return key
         return None
 
     def direct_calls(self) -> None:
@@ -730,12 +818,19 @@ class _UseCollector(_Scoped):
         text = self.code(expr)
         if int_literal(expr):
             return BatchSize(mode, text, True)
-        head = (dotted(expr) or "").split(".")[0]
+        parts = (dotted(expr) or "").split(".")
+        if parts[0] in self.reach:
+            return BatchSize(mode, ".".join([self.reach[parts[0]], *parts[1:]]), True)
+        head = parts[0]
         return BatchSize(mode, text, bool(head) and self.ctor_scope_knows(head))
 
     ctor_scope: str | None = None
+    ctor_path: str | None = None
+    reach: dict[str, str] = {}  # noqa: RUF012 - replaced, never mutated
 
     def ctor_scope_knows(self, name: str) -> bool:
+        if self.ctor_path is not None and self.ctor_path != self.src.path:
+            return False  # built by a function in another module: only literals travel
         if name in self.src.constants or name in self.src.imports.bindings:
             return True
         return self.ctor_scope is not None and self.ctor_scope == self.here
@@ -751,6 +846,15 @@ def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.B
         if qn == "functools.partial" and expr.args:
             return expr.args[0].value
     return expr
+
+
+def _partial_of(collector: _UseCollector, call: cst.Call) -> cst.BaseExpression | None:
+    """The function a `functools.partial(f, ...)` call wraps."""
+    if collector.src.imports.qualify(call.func) != "functools.partial":
+        return None
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    return call.args[0].value
 
 
 def _bind(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
