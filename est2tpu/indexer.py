@@ -761,8 +761,16 @@ class _UseCollector(_Scoped):
 
     def direct_calls(self) -> None:
         """Calls the project makes itself of input functions that gain `params`."""
+        # Resolving every call could parse modules the index never needed: match names first.
+        names = {
+            key[1].rpartition(".")[2]
+            for key, plan in self.ix.index.input_fns.items()
+            if plan.committed and plan.needs_params
+        }
         for scope, call in self.calls:
-            if id(call) in self.ix.wrapped:
+            func = call.func
+            short = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+            if short not in names or id(call) in self.ix.wrapped:
                 continue
             key = self.ix.resolve_fn(self.src, scope, call.func)
             plan = self.ix.index.input_fns.get(key) if key is not None else None
