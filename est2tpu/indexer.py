@@ -497,6 +497,7 @@ class _UseCollector(_Scoped):
     ) -> None:
         saved, self.scope = self.scope, scope.split(".") if scope else []
         try:
+            self.reach = {}
             ctor = self.estimator_of(est_var) if est_var else None
             if est_var and ctor is None and self.lookup(self.estimators, est_var) is None:
                 return  # a call's result, and not an Estimator the index knows of
