@@ -38,6 +38,10 @@ class InputFnPlan:
     committed: bool = False  # used with an Estimator that becomes a TPUEstimator
     direct: bool = False  # the Estimator calls it itself (so it may take `mode` too)
     problems: list[str] = field(default_factory=list)
+    # the batch size it used, valid anywhere (a literal): what the project's own direct
+    # calls pass once the function reads params["batch_size"]
+    batch_literal: str | None = None
+    batch_param: str | None = None  # or the parameter (with that default) it batched by
 
 
 @dataclass
@@ -61,6 +65,9 @@ class CtorPlan:
     config_is_run_config: bool = False  # its `config` is visibly a RunConfig(...)
     keras: bool = False  # built by model_to_estimator from a compiled Keras model
     premade: bool = False  # DNNClassifier & co.: the shim's TPUEstimator, or a TPU010 finding
+    # modes whose input functions read params["batch_size"] already, of unknown size
+    unsized_modes: set[Mode] = field(default_factory=set)
+    tpu_batch_sizes: dict[Mode, str] = field(default_factory=dict)  # an existing TPUEstimator's
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:
@@ -86,7 +93,19 @@ class UseSite:
     lambda_params: bool = False  # the input_fn lambda must take `params`
     lambda_batch_arg: int | None = None  # index of the lambda call argument to replace
     lambda_forward_params: bool = False  # the lambda passes params=params to the function
+    # its input function reads params["batch_size"] already, and its size is not known
+    unsized: bool = False
+    lacks_params: bool = False  # the input_fn as passed takes no `params`
     problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DirectCall:
+    """The project calls an input function itself (`next(iter(input_fn()))`) whose
+    signature gains `params`: the call passes them, or a finding says what to pass."""
+
+    batch: str | None = None  # `params={"batch_size": <batch>}` goes into the call
+    problem: str | None = None
 
 
 @dataclass
@@ -118,6 +137,8 @@ class ProjectIndex:
     # (tf2 target) project defs a model_fn calls, directly or through other such defs, in
     # any module: they run inside the model_fn, so their TF1 code must change too
     model_fn_helpers: set[FnKey] = field(default_factory=set)
+    # (path, scope, call code) -> a direct call of an input function that gains `params`
+    direct_calls: dict[tuple[str, str, str], DirectCall] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

@@ -5,6 +5,7 @@ and the calls that use them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import libcst as cst
 
@@ -15,6 +16,7 @@ from est2tpu.index import (
     CallKey,
     CallKeys,
     CtorPlan,
+    DirectCall,
     FnKey,
     InputFnPlan,
     Mode,
@@ -41,6 +43,10 @@ from est2tpu.tfapi import (
     call_kind,
     premade_refusal,
 )
+
+_T = TypeVar("_T")
+# (scope, name) -> [(position, value)], in source order
+_Bindings = dict[tuple[str, str], list[tuple[int, _T]]]
 
 
 class _Scoped(cst.CSTVisitor):
@@ -131,6 +137,10 @@ class Indexer:
         self.modules = {m.path: m for m in modules}
         self.by_name: dict[str, str | None] = {}
         self.index = ProjectIndex()
+        self.wrapped: set[int] = set()  # id() of calls an input_fn lambda makes
+        # project functions that build and return an Estimator -> the constructions they
+        # return (None: something else too)
+        self.returned_ctors: dict[FnKey, set[CallKey | None]] = {}
 
     @staticmethod
     def source(
@@ -214,6 +224,8 @@ class Indexer:
         }
         for collector in collectors:
             collector.finish()
+        for collector in collectors:
+            collector.direct_calls()
         if self.follow_helpers:
             self.index.model_fn_helpers = self.helpers_of(
                 {
@@ -249,14 +261,20 @@ class _UseCollector(_Scoped):
         super().__init__()
         self.ix = indexer
         self.src = src
-        # variable name (scope, name) -> constructor key
-        self.estimators: dict[tuple[str, str], tuple[str, str, str]] = {}
-        self.specs: dict[tuple[str, str], tuple[Mode, cst.Call]] = {}
-        self.numpy_inputs: dict[tuple[str, str], cst.Call] = {}
+        # (scope, name) -> its bindings in source order, each with the position it is made
+        # at: a name bound twice (the training input, later the evaluation one) means what
+        # its live binding says at each use
+        self.estimators: _Bindings[tuple[str, str, str]] = {}
+        self.specs: _Bindings[tuple[Mode, cst.Call]] = {}
+        self.numpy_inputs: _Bindings[cst.Call] = {}
+        self.values: _Bindings[cst.BaseExpression] = {}  # names assigned a call or a lambda
+        self.seq = 0  # position in the walk: calls seen so far
         self.keys = CallKeys(src.path)
         self.node_keys: dict[int, CallKey] = {}  # id(call) -> its key
         self.assign_targets: dict[int, str] = {}  # id(assigned call) -> target name
-        self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression]] = []
+        self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression, int]] = []
+        self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
+        self.tande: list[tuple[CallKey, str | None, str, int]] = []  # train_and_evaluate
 
     def collect(self) -> None:
         if self.src.imports.uses(self.src.text, *USE_NAMES):
@@ -264,14 +282,15 @@ class _UseCollector(_Scoped):
 
     def refuse_shim_only_uses(self) -> None:
         """Under --no-runtime, an Estimator fed by numpy/pandas_input_fn stays as it is."""
-        for scope, _call, est_var, _mode, input_fn in self.pending:
+        for scope, _call, est_var, _mode, input_fn, seq in self.pending:
             saved, self.scope = self.scope, scope.split(".") if scope else []
+            self.seq = seq
             try:
-                ctor = self.lookup(self.estimators, est_var) if est_var else None  # type: ignore[arg-type]
+                ctor = self.lookup(self.estimators, est_var) if est_var else None
                 numpy_call, _ = self.numpy_input(input_fn)
             finally:
                 self.scope = saved
-            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None  # type: ignore[call-overload]
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             if plan is not None and numpy_call is not None and plan.convert:
                 plan.convert = False
                 plan.refusal = (
@@ -280,14 +299,29 @@ class _UseCollector(_Scoped):
                 )
 
     def finish(self) -> None:
-        for scope, call, est_var, mode, input_fn in self.pending:
+        for key, est_name, scope, seq in self.tande:
+            saved, self.scope = self.scope, scope.split(".") if scope else []
+            self.seq = seq
+            try:
+                ctor = self.estimator_of(est_name) if est_name else None
+            finally:
+                self.scope = saved
+            self.ix.index.train_and_evaluate[key] = ctor
+        for scope, call, est_var, mode, input_fn, seq in self.pending:
+            self.seq = seq
             self.use(scope, call, est_var, mode, input_fn)
 
     def code(self, node: cst.CSTNode) -> str:
         return node_code(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+        if len(node.targets) != 1:
+            return
+        if isinstance(node.targets[0].target, cst.Name) and isinstance(
+            node.value, (cst.Call, cst.Lambda)
+        ):
+            self.bind(self.values, node.targets[0].target.value, node.value)
+        if not isinstance(node.value, cst.Call):
             return
         target = dotted(node.targets[0].target)
         if target is None:
@@ -295,14 +329,29 @@ class _UseCollector(_Scoped):
         self.assign_targets[id(node.value)] = target
         name = self.src.imports.tf_name(node.value.func)
         if name in SPEC_CTORS:
-            self.specs[(self.here, target)] = (Mode(SPEC_CTORS[name]), node.value)
+            self.bind(self.specs, target, (Mode(SPEC_CTORS[name]), node.value))
 
-    def lookup(self, table: dict[tuple[str, str], object], name: str) -> object | None:
+    def bind(self, table: _Bindings[_T], name: str, value: _T) -> None:
+        self.seq += 1  # a binding is a position of its own: a use before it never sees it
+        table.setdefault((self.here, name), []).append((self.seq, value))
+
+    def lookup(self, table: _Bindings[_T], name: str) -> _T | None:
+        """The binding of `name` live at the current position (`self.seq`).
+
+        In the scope of the use: the last binding before it. In an enclosing scope, which
+        runs before or after the function is called: its only binding, or else the last
+        one before the use (notebook cells and scripts that call a function right after
+        defining it); a use before several bindings is not resolved.
+        """
         parts = self.here.split(".") if self.here else []
         for i in range(len(parts), -1, -1):
-            hit = table.get((".".join(parts[:i]), name))
-            if hit is not None:
-                return hit
+            bindings = table.get((".".join(parts[:i]), name))
+            if not bindings:
+                continue
+            if i < len(parts) and len(bindings) == 1:
+                return bindings[0][1]
+            before = [value for seq, value in bindings if seq <= self.seq]
+            return before[-1] if before else None
         return None
 
     def ctor_refusal(self, node: cst.Call, plan: CtorPlan) -> str | None:
@@ -353,15 +402,18 @@ class _UseCollector(_Scoped):
         return isinstance(expr, cst.Name) and expr.value in self.src.run_config_vars
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.seq += 1
         kind = call_kind(self.src.imports, node.func)
+        if kind is None and isinstance(node.func, (cst.Name, cst.Attribute)):
+            self.calls.append((self.here, node))
         if kind is not None:
             key = self.keys.next(self.here, kind)
             self.node_keys[id(node)] = key
             target = self.assign_targets.get(id(node))
             if target is not None and kind == "ctor":
-                self.estimators[(self.here, target)] = key
+                self.bind(self.estimators, target, key)
             elif target is not None and kind == "numpy":
-                self.numpy_inputs[(self.here, target)] = node
+                self.bind(self.numpy_inputs, target, node)
         name = self.src.imports.tf_name(node.func)
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
@@ -389,6 +441,10 @@ class _UseCollector(_Scoped):
                 plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
             config = call_arg(node, "config", 2)
             plan.config_is_run_config = config is not None and self.is_run_config(config.value)
+            for mode in Mode if plan.tpu else ():
+                size = call_arg(node, f"{mode.value}_batch_size", None)
+                if size is not None:
+                    plan.tpu_batch_sizes[mode] = self.code(size.value)
             if not plan.tpu:
                 plan.refusal = self.ctor_refusal(node, plan)
                 plan.convert = plan.refusal is None
@@ -396,37 +452,43 @@ class _UseCollector(_Scoped):
         if name in SPEC_CTORS:
             arg = call_arg(node, "input_fn", 0)
             if arg is not None:
-                self.pending.append((self.here, node, None, Mode(SPEC_CTORS[name]), arg.value))
+                self.pending.append(
+                    (self.here, node, None, Mode(SPEC_CTORS[name]), arg.value, self.seq)
+                )
             return
         if name == "estimator.train_and_evaluate":
             est = call_arg(node, "estimator", 0)
             est_name = dotted(est.value) if est else None
-            ctor = self.lookup(self.estimators, est_name) if est_name else None  # type: ignore[arg-type]
-            self.ix.index.train_and_evaluate[self.node_keys[id(node)]] = ctor  # type: ignore[assignment]
+            self.tande.append((self.node_keys[id(node)], est_name, self.here, self.seq))
             for kw, pos in (("train_spec", 1), ("eval_spec", 2)):
                 arg = call_arg(node, kw, pos)
                 if arg is None or est_name is None:
                     continue
                 spec_var = dotted(arg.value)
-                spec = self.lookup(self.specs, spec_var) if spec_var else None  # type: ignore[arg-type]
+                spec = self.lookup(self.specs, spec_var) if spec_var else None
                 spec_call = arg.value if isinstance(arg.value, cst.Call) else None
                 mode = Mode.TRAIN if kw == "train_spec" else Mode.EVAL
                 if spec is not None:
-                    spec_call = spec[1]  # type: ignore[index]
+                    spec_call = spec[1]
                 if spec_call is not None:
                     fn_arg = call_arg(spec_call, "input_fn", 0)
                     if fn_arg is not None:
-                        self.pending.append((self.here, spec_call, est_name, mode, fn_arg.value))
+                        self.pending.append(
+                            (self.here, spec_call, est_name, mode, fn_arg.value, self.seq)
+                        )
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
             receiver = dotted(func.value)
-            if receiver is None or self.lookup(self.estimators, receiver) is None:  # type: ignore[arg-type]
+            if receiver is None:
+                return
+            held = self.lookup(self.values, receiver)  # maybe built by a project function
+            if self.lookup(self.estimators, receiver) is None and not isinstance(held, cst.Call):
                 return
             arg = call_arg(node, "input_fn", 0)
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
-                self.pending.append((self.here, node, receiver, mode, arg.value))
+                self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
 
     # -- one use of an input function --------------------------------------------------
 
@@ -438,15 +500,30 @@ class _UseCollector(_Scoped):
         mode: Mode,
         input_fn: cst.BaseExpression,
     ) -> None:
-        site_key = (self.src.path, scope, self.code(call))
-        site = self.ix.index.use_sites.setdefault(site_key, UseSite())
         saved, self.scope = self.scope, scope.split(".") if scope else []
         try:
-            ctor = self.lookup(self.estimators, est_var) if est_var else None  # type: ignore[arg-type]
-            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None  # type: ignore[call-overload]
-            self.ctor_scope = ctor[1] if ctor is not None else None  # type: ignore[index]
+            self.reach = {}
+            ctor = self.estimator_of(est_var) if est_var else None
+            if est_var and ctor is None and self.lookup(self.estimators, est_var) is None:
+                return  # a call's result, and not an Estimator the index knows of
+            site_key = (self.src.path, scope, self.code(call))
+            site = self.ix.index.use_sites.setdefault(site_key, UseSite())
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
+            self.ctor_scope = ctor[1] if ctor is not None else None
+            self.ctor_path = ctor[0] if ctor is not None else None
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
-            commit = plan is not None and plan.convert
+            commit = plan is not None and (
+                plan.convert
+                # A TPUEstimator (from a run that stopped before writing the input
+                # function's file) with the batch size this input function uses, which it
+                # cannot call yet: it takes no params.
+                or (
+                    plan.tpu
+                    and site.lacks_params
+                    and result is not None
+                    and plan.tpu_batch_sizes.get(mode) == result.code
+                )
+            )
             if commit and result is not None and not result.portable:
                 site.problems.append(
                     f"the batch size `{result.code}` is not defined where the Estimator is "
@@ -455,6 +532,8 @@ class _UseCollector(_Scoped):
                 commit = False
             if commit:
                 self.analyse_input_fn(input_fn, mode, site, commit=True)
+                if site.unsized and plan is not None:
+                    plan.unsized_modes.add(mode)
         finally:
             self.scope = saved
         if plan is None or result is None or not commit:
@@ -462,22 +541,40 @@ class _UseCollector(_Scoped):
         plan.batch_sizes.setdefault(mode, []).append(result)
 
     def analyse_input_fn(
-        self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool
+        self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool, depth: int = 0
     ) -> BatchSize | None:
         """Plan the input function's rewrite; return the batch size it used, if known.
 
         Batch rewrites are planned only when `commit` (the call uses an Estimator that
         becomes a TPUEstimator, which will pass params["batch_size"]).
         """
+        if (
+            isinstance(expr, cst.Name)
+            and depth < 4
+            and self.ix.resolve_fn(self.src, self.here, expr) is None
+        ):
+            value = self.lookup(self.values, expr.value)
+            if isinstance(value, cst.Lambda):
+                # The rewrite of a lambda happens where it is passed, not where it is bound.
+                site.problems.append(
+                    f"input_fn `{expr.value}` holds a lambda; pass the lambda itself, or make "
+                    "it `lambda params: ...` and pass params['batch_size'] on by hand"
+                )
+                return None
+            if value is not None:
+                return self.analyse_input_fn(value, mode, site, commit, depth + 1)
         bindings: dict[str, cst.BaseExpression] = {}
         via_lambda: cst.Lambda | None = None
+        via_partial = False
         target_key: FnKey | None = None
+        factory: FnKey | None = None
         numpy_call, _ = self.numpy_input(expr)
         if numpy_call is not None:
             if commit:
                 site.tpu = True
                 self.ix.index.numpy_inputs.add(self.node_keys[id(numpy_call)])
             name = self.src.imports.tf_name(numpy_call.func)
+            site.lacks_params = name is not None
             if name is None and not (self.src.imports.qualify(numpy_call.func) or "").startswith(
                 SHIM + "tf2."
             ):
@@ -506,27 +603,35 @@ class _UseCollector(_Scoped):
                 )
                 return None
             via_lambda = expr
+            self.ix.wrapped.add(id(body))
             fn = self.ix.fn(target_key)
             bindings = _bind(fn, body)
         elif isinstance(expr, cst.Call):
             factory = self.ix.resolve_fn(self.src, self.here, expr.func)
-            if factory is None:
-                if dotted(expr.func) in ("functools.partial", "partial"):
+            partial_of = _partial_of(self, expr)
+            if factory is None and partial_of is not None:
+                # TPUEstimator passes params (and mode, unless bound) to the partial object.
+                target_key = self.ix.resolve_fn(self.src, self.here, partial_of)
+                if target_key is None:
                     site.problems.append(
-                        "input_fn is a functools.partial; give the function a `params` "
-                        "argument and read params['batch_size'] by hand"
+                        "input_fn is a functools.partial of a function not defined in this "
+                        "project; it must accept `params` and batch with params['batch_size']"
                     )
-                else:
-                    site.problems.append("input_fn comes from a call that is not in this project")
+                    return None
+                via_partial = True
+                bindings = _bind(self.ix.fn(target_key), expr.with_changes(args=expr.args[1:]))
+            elif factory is None:
+                site.problems.append("input_fn comes from a call that is not in this project")
                 return None
-            inner = _returned_def(self.ix, factory)
-            if inner is None:
-                site.problems.append(
-                    "the input_fn factory does not return a function defined inside it"
-                )
-                return None
-            target_key = inner
-            bindings = _bind(self.ix.fn(factory), expr)
+            else:
+                inner = _returned_def(self.ix, factory)
+                if inner is None:
+                    site.problems.append(
+                        "the input_fn factory does not return a function defined inside it"
+                    )
+                    return None
+                target_key = inner
+                bindings = _bind(self.ix.fn(factory), expr)
         else:
             target_key = self.ix.resolve_fn(self.src, self.here, expr)
             if target_key is None:
@@ -539,6 +644,9 @@ class _UseCollector(_Scoped):
         plan.modes.add(mode)
         fn = self.ix.fn(target_key)
         fn_params = param_names(fn)
+        site.lacks_params = "params" not in (
+            param_names(via_lambda) if via_lambda is not None else fn_params
+        )
         if commit:
             plan.committed = True
             site.tpu = True
@@ -563,14 +671,31 @@ class _UseCollector(_Scoped):
         if size_arg is None:
             return None
         size = size_arg.value
-        if is_params_batch_size(size):
-            return None  # already migrated: the constructor carries the sizes
         owner_src = self.ix.modules[target_key[0]]
+        if is_params_batch_size(size):
+            # Migrated before (by hand, or by a run that stopped after writing this file):
+            # the size it had survives as the one argument that nothing reads any more.
+            holder = factory if factory is not None else target_key
+            if via_lambda is not None:
+                return None  # the lambda passes params on: it was migrated with it
+            spare = _unread_params(self.ix.fn(holder))
+            if len(spare) == 1 and spare[0] in bindings:
+                return self.batch_from_call_site(mode, bindings[spare[0]])
+            default = _default(self.ix.fn(holder), spare[0]) if len(spare) == 1 else None
+            if default is not None and int_literal(default):
+                return BatchSize(mode, self.code_of(self.ix.modules[holder[0]], default), True)
+            if commit:
+                site.unsized = True
+            return None
         if int_literal(size):
             self.forward_params(plan, site, via_lambda, commit)
+            plan.batch_literal = self.code_of(owner_src, size)
             return BatchSize(mode, self.code_of(owner_src, size), True)
         name = dotted(size)
         if isinstance(size, cst.Name) and name is not None:
+            if name in fn_params and via_partial and name in bindings:
+                plan.batch_to_params = plan.batch_to_params or commit
+                return self.batch_from_call_site(mode, bindings[name])
             if name in fn_params:
                 bound = bindings.get(name) if via_lambda is not None else None
                 if via_lambda is not None and bound is not None:
@@ -580,6 +705,8 @@ class _UseCollector(_Scoped):
                 default = _default(fn, name)
                 if via_lambda is None and default is not None and int_literal(default):
                     plan.batch_to_params = plan.batch_to_params or commit
+                    plan.batch_literal = self.code_of(owner_src, default)
+                    plan.batch_param = name
                     return BatchSize(mode, self.code_of(owner_src, default), True)
                 site.problems.append(
                     f"the batch size comes from argument `{name}`, which this call site does "
@@ -591,6 +718,7 @@ class _UseCollector(_Scoped):
                 return self.batch_from_call_site(mode, bindings[name])
             if name in owner_src.constants:
                 self.forward_params(plan, site, via_lambda, commit)
+                plan.batch_literal = str(owner_src.constants[name])
                 if owner_src.path == self.src.path:
                     return BatchSize(mode, name, True)
                 return BatchSize(mode, str(owner_src.constants[name]), True)
@@ -600,17 +728,89 @@ class _UseCollector(_Scoped):
         )
         return None
 
+    def leave_Return(self, original_node: cst.Return) -> None:
+        if not self.here or self.here not in self.src.defs:
+            return
+        value = original_node.value
+        key: CallKey | None = None
+        if isinstance(value, cst.Call):
+            key = self.node_keys.get(id(value))
+        elif isinstance(value, cst.Name):
+            key = self.lookup(self.estimators, value.value)
+        if key is not None and not key[2].startswith("ctor#"):
+            key = None
+        self.ix.returned_ctors.setdefault((self.src.path, self.here), set()).add(key)
+
+    def estimator_of(self, name: str) -> CallKey | None:
+        """The Estimator construction a name holds: assigned here, or returned by the
+        project function whose call it was assigned (`estimator = build_estimator(...)`)."""
+        self.reach = {}
+        key = self.lookup(self.estimators, name)
+        if key is not None:
+            return key
+        value = self.lookup(self.values, name)
+        if isinstance(value, cst.Call):
+            builder = self.ix.resolve_fn(self.src, self.here, value.func)
+            returned = self.ix.returned_ctors.get(builder) if builder is not None else None
+            if builder is not None and returned is not None and len(returned) == 1:
+                key = next(iter(returned))
+                if key is not None:
+                    # What the caller passes by name, the builder holds as its parameter
+                    # (`build_estimator(config, flags)`: flags.batch_size is reachable there).
+                    self.reach = {
+                        arg.value: param
+                        for param, arg in _bind(self.ix.fn(builder), value).items()
+                        if isinstance(arg, cst.Name)
+                    }
+                return key
+        return None
+
+    def direct_calls(self) -> None:
+        """Calls the project makes itself of input functions that gain `params`."""
+        # Resolving every call could parse modules the index never needed: match names first.
+        names = {
+            key[1].rpartition(".")[2]
+            for key, plan in self.ix.index.input_fns.items()
+            if plan.committed and plan.needs_params
+        }
+        for scope, call in self.calls:
+            func = call.func
+            short = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+            if short not in names or id(call) in self.ix.wrapped:
+                continue
+            key = self.ix.resolve_fn(self.src, scope, call.func)
+            plan = self.ix.index.input_fns.get(key) if key is not None else None
+            if key is None or plan is None or not plan.committed or not plan.needs_params:
+                continue
+            fn = self.ix.fn(key)
+            if "params" in param_names(fn) or any(a.star for a in call.args):
+                continue
+            direct = DirectCall()
+            name = self.code(call.func)
+            if plan.direct and Mode.PREDICT in plan.modes and plan.modes - {Mode.PREDICT}:
+                direct.problem = (
+                    f"`{name}` gains `params` and `mode` arguments for TPUEstimator, and this "
+                    "call passes neither; pass params={'batch_size': ...} and the mode by hand"
+                )
+            elif plan.batch_param is not None and plan.batch_param in _bind(fn, call):
+                direct.batch = self.code(_bind(fn, call)[plan.batch_param])
+            elif plan.batch_literal is not None:
+                direct.batch = plan.batch_literal
+            else:
+                direct.problem = (
+                    f"`{name}` gains a `params` argument for TPUEstimator, and this call does "
+                    "not pass it; pass params={'batch_size': <its batch size>} by hand"
+                )
+            self.ix.index.direct_calls[(self.src.path, scope, self.code(call))] = direct
+
     def numpy_input(self, expr: cst.BaseExpression) -> tuple[cst.Call | None, str]:
         """A numpy_input_fn/pandas_input_fn call used as the input_fn, and its scope."""
         if isinstance(expr, cst.Call) and self.src.imports.tf_name(expr.func) in NUMPY_INPUTS:
             return expr, self.here
         if isinstance(expr, cst.Name):
-            parts = self.here.split(".") if self.here else []
-            for i in range(len(parts), -1, -1):
-                scope = ".".join(parts[:i])
-                hit = self.numpy_inputs.get((scope, expr.value))
-                if hit is not None:
-                    return hit, scope
+            hit = self.lookup(self.numpy_inputs, expr.value)
+            if hit is not None:
+                return hit, self.here
         return None, self.here
 
     @staticmethod
@@ -632,12 +832,19 @@ class _UseCollector(_Scoped):
         text = self.code(expr)
         if int_literal(expr):
             return BatchSize(mode, text, True)
-        head = (dotted(expr) or "").split(".")[0]
+        parts = (dotted(expr) or "").split(".")
+        if parts[0] in self.reach:
+            return BatchSize(mode, ".".join([self.reach[parts[0]], *parts[1:]]), True)
+        head = parts[0]
         return BatchSize(mode, text, bool(head) and self.ctor_scope_knows(head))
 
     ctor_scope: str | None = None
+    ctor_path: str | None = None
+    reach: dict[str, str] = {}  # noqa: RUF012 - replaced, never mutated
 
     def ctor_scope_knows(self, name: str) -> bool:
+        if self.ctor_path is not None and self.ctor_path != self.src.path:
+            return False  # built by a function in another module: only literals travel
         if name in self.src.constants or name in self.src.imports.bindings:
             return True
         return self.ctor_scope is not None and self.ctor_scope == self.here
@@ -655,6 +862,15 @@ def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.B
     return expr
 
 
+def _partial_of(collector: _UseCollector, call: cst.Call) -> cst.BaseExpression | None:
+    """The function a `functools.partial(f, ...)` call wraps."""
+    if collector.src.imports.qualify(call.func) != "functools.partial":
+        return None
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    return call.args[0].value
+
+
 def _bind(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
     """Map a def's parameter names to the expressions a call passes for them."""
     names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
@@ -666,6 +882,23 @@ def _bind(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
         if arg.keyword is not None:
             bound[arg.keyword.value] = arg.value
     return bound
+
+
+def _unread_params(fn: cst.FunctionDef) -> list[str]:
+    """Parameters the body never reads (`params`, `mode`, `config` aside: TPUEstimator
+    passes them whether they are read or not)."""
+    read: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            read.add(node.value)
+
+    walk(fn.body, V())
+    return [
+        p.name.value
+        for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+        if p.name.value not in read and p.name.value not in ("params", "mode", "config")
+    ]
 
 
 def _default(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:

@@ -53,6 +53,13 @@ class TpuEstimator(Rule):
             call = _without_params_key(call, user_batch)
             for mode in Mode:
                 sizes.setdefault(mode, node_code(user_batch.value))
+        for mode in sorted(plan.unsized_modes - set(sizes), key=list(Mode).index):
+            self.refuse(
+                original_node,
+                f"the {mode.value} input function reads params['batch_size'] already (migrated "
+                f"before?), and its batch size is no longer in the code; pass "
+                f"{mode.value}_batch_size=<its batch size> to the TPUEstimator by hand",
+            )
         config = kwarg(call, "config") or _positional(call, 2)
         if config is None:
             call = with_kwarg(call, "config", cst.Call(self.runtime("run_config")))

@@ -78,6 +78,7 @@ PROJECTS: dict[str, Project] = {
         Project("keras_model_to_estimator", ("train.py",)),
         Project("train_and_evaluate_exporter", ("trainer.py",)),
         Project("numpy_input", ("train.py",)),
+        Project("rebound_input_fns", ("train.py",)),
         Project("premade_dnn_classifier", ("train.py",), tf2_only=True),
         Project("premade_linear_regressor", ("train.py",), tf2_only=True),
     )

@@ -1,0 +1,119 @@
+"""Partial migrations converge: whatever subset of a project's files a run wrote before it
+stopped (Ctrl-C, a crash, a user migrating one module first), the rerun the README suggests
+produces exactly what one uninterrupted run produces.
+
+The two-module trainer is the case that matters: its input function is built by a factory in
+`inputs.py` with a batch size that `task.py` passes, so a run that wrote `inputs.py` and not
+`task.py` leaves the size only in `task.py`'s call, and one that wrote `task.py` first leaves a
+TPUEstimator that cannot call the input function yet.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from est2tpu import api
+from est2tpu.ftypes import Status
+from est2tpu.textio import encode
+from est2tpu.writer import write_atomic
+
+PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "two_module_trainer"
+
+# Runs the real CLI; after its first file is written, the process gets a real SIGINT.
+INTERRUPT_AFTER_FIRST_WRITE = """
+import os, signal, sys
+import est2tpu.cli as cli
+real = cli.write_atomic
+def write_then_interrupt(*args, **kwargs):
+    real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)
+cli.write_atomic = write_then_interrupt
+sys.argv = ["est2tpu", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
+
+
+def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "est2tpu", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(cache)},
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def one_shot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    root = tmp_path_factory.mktemp("one-shot") / "project"
+    shutil.copytree(PROJECT, root)
+    proc = cli("migrate", str(root), cache=root.parent / "cache")
+    assert proc.returncode == 0, proc.stderr
+    return snapshot(root)
+
+
+def test_interrupted_cli_run_then_rerun_equals_one_shot(
+    tmp_path: Path, one_shot: dict[str, bytes]
+) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    original = snapshot(root)
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_AFTER_FIRST_WRITE, "migrate", str(root)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 130, proc.stderr
+    partial = snapshot(root)
+    written = [name for name in partial if partial[name] != original[name]]
+    assert len(written) == 1, written
+    assert partial[written[0]] == one_shot[written[0]]
+    assert one_shot != partial, "the run was interrupted before the end"
+
+    rerun = cli("migrate", str(root), cache=tmp_path / "cache")
+    assert rerun.returncode == 0, rerun.stderr
+    assert snapshot(root) == one_shot
+    # ... with no finding, as in the one-shot run, and converged: a third run is clean.
+    assert cli("check", str(root), cache=tmp_path / "cache").returncode == 0
+
+
+def _changed(one_shot: dict[str, bytes]) -> list[str]:
+    original = snapshot(PROJECT)
+    return [name for name in one_shot if one_shot[name] != original[name]]
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_every_partial_state_converges(tmp_path: Path, one_shot: dict[str, bytes], k: int) -> None:
+    changed = _changed(one_shot)
+    assert len(changed) == 3, changed  # inputs.py, model.py, task.py
+    for written in itertools.combinations(changed, k):
+        root = tmp_path / "-".join(n.replace("/", "_") for n in written)
+        shutil.copytree(PROJECT, root)
+        for name in written:
+            (root / name).write_bytes(one_shot[name])
+        for result in api.migrate_paths([root]):
+            assert result.status is not Status.FAILED, result.error
+            assert not result.findings, [f.render() for f in result.findings]
+            if result.changed:
+                assert result.new_text is not None
+                write_atomic(result.path, encode(result.new_text, result.encoding, result.bom))
+        assert snapshot(root) == one_shot, written
