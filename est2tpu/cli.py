@@ -18,11 +18,11 @@ from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
-from est2tpu import api, report, textio
+from est2tpu import __version__, api, report, textio
 from est2tpu.cache import Cache, default_dir
 from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
-from est2tpu.discovery import discover, parse_ignore_lines
+from est2tpu.discovery import parse_ignore_lines
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.writer import write_atomic
 
@@ -46,6 +46,24 @@ app = typer.Typer(
     # Locals would print users' source code into bug reports.
     pretty_exceptions_show_locals=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        _stdout().out(f"est2tpu {__version__}", highlight=False)
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _app(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Migrate TensorFlow Estimator code to Cloud TPU (TPUEstimator or TF2 TPUStrategy)."""
 
 
 class _Mode(enum.Enum):
@@ -243,7 +261,8 @@ def check(
 @app.command()
 def rules() -> None:
     """List every rule: ID, name, safety, targets and summary."""
-    _stdout().print(report.rules_table(api.all_rules()))
+    out = _stdout()
+    out.print(report.rules_table(api.all_rules(), width=out.width))
 
 
 @app.command()
@@ -437,6 +456,7 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
         file_paths.append(Path(p))
     if file_paths:
         config = options.config
+        bar = _ProgressBar(err)
         results = api.migrate_paths(
             file_paths,
             target=options.target,
@@ -446,8 +466,9 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
             use_runtime=options.use_runtime,
             per_file_ignores=config.ignores_for if config.per_file_ignores else None,
             cache=_cache(options, file_paths),
+            progress=bar.show if err.is_terminal else None,
         )
-        for result in _with_progress(results, file_paths, options.exclude, err):
+        for result in bar.done_on_first(results):
             _handle(result, mode, err, show_diff=show_diff and text, options=options)
             summary.add(result)
             collected.append(result)
@@ -600,24 +621,46 @@ def _print_diff(diff: str) -> None:
         sys.stdout.flush()
 
 
-def _with_progress(
-    results: Iterator[FileResult], paths: Sequence[Path], exclude: Sequence[str], err: Console
-) -> Iterator[FileResult]:
-    """Pass results through, with a progress bar on a terminal for long runs."""
-    if not err.is_terminal:
-        yield from results
-        return
-    # Only on a terminal: walking twice is cheap next to parsing, and a bar needs a total.
-    total = sum(1 for _ in discover(paths, exclude=exclude))
-    if total <= PROGRESS_MIN_FILES:
-        yield from results
-        return
-    columns = (TextColumn("migrating"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("files", total=total)
-        for result in results:
-            yield result
-            progress.advance(task)
+class _ProgressBar:
+    """A progress bar on a terminal that moves through a run's stages (scanning, indexing,
+    rewriting), shown only for runs long enough to need one."""
+
+    def __init__(self, err: Console) -> None:
+        columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn())
+        self.bar = Progress(*columns, console=err, transient=True)
+        self.task = self.bar.add_task("", total=None)
+        self.started = False
+        self.wanted: bool | None = None  # decided by the number of files found
+
+    def show(self, stage: str, done: int, total: int) -> None:
+        """`api.migrate_paths`'s progress callback."""
+        if self.wanted is None:
+            self.wanted = total > PROGRESS_MIN_FILES
+        if not self.wanted:
+            return
+        if not self.started:
+            self.bar.start()
+            self.started = True
+        changed = stage != self.bar.tasks[0].description
+        self.bar.update(self.task, description=stage, completed=done, total=total)
+        if changed:  # every stage is drawn, however short (the bar redraws 10 times a second)
+            self.bar.refresh()
+
+    def done_on_first(self, results: Iterator[FileResult]) -> Iterator[FileResult]:
+        """Pass results through; the bar goes when the first arrives (the work is done by
+        then: results come in a fixed order once every file is migrated)."""
+        try:
+            for result in results:
+                self.stop()
+                yield result
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        if self.started:
+            self.bar.stop()
+            self.started = False
+        self.wanted = False
 
 
 class _Interrupted(BaseException):

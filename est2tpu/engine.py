@@ -10,11 +10,11 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from est2tpu.cstutil import walk
-from est2tpu.ftypes import MigrationError, Target
+from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex
 from est2tpu.names import ImportTable
 from est2tpu.registry import rule_classes
-from est2tpu.rule import FileState, Rule
+from est2tpu.rule import FileState, Rule, line_map
 from est2tpu.scan import PREFILTER_TOKENS, may_match  # noqa: F401 - re-exported
 
 MAX_PASSES = 4
@@ -140,8 +140,9 @@ def transform(
     """Run the rules in order, repeatedly, until a whole pass changes nothing.
 
     The last pass is the proof that a second run is a no-op: it ran every rule over the
-    final text and changed nothing. Findings from every pass are kept (a rule reports a
-    refusal in the pass where it meets the node), each pointing into the original text.
+    final text and changed nothing. A rule reports a refusal in the pass where it meets the
+    node, each pointing into the original text; one made false by a later rewrite is not
+    reported (see `_still_true`).
     """
     try:
         return _transform(
@@ -186,8 +187,12 @@ def _transform(
     kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
     final = [rule_cls for rule_cls in rules if rule_cls.FINAL]
     rules = [rule_cls for rule_cls in rules if not rule_cls.FINAL]
+    found: set[Finding] = set()  # by the passes before the current one
+    caveats: set[Finding] = set()  # reported by a rule in a visit that changed the tree
     for _ in range(MAX_PASSES):
         before = module
+        found |= state.findings
+        state.findings = set()
         for rule_cls in rules:
             if module is not imports_of:  # a rule changed the tree: imports may have too
                 state.imports, imports_of = ImportTable.from_module(module), module
@@ -198,8 +203,18 @@ def _transform(
             rule = rule_cls(context, state)
             if rule_cls.PRUNE and not rule.statements(seen):
                 continue  # nothing in this tree the rule acts on
+            had = len(state.findings)
             module = seen.visit(rule)
             rule.flush(seen)
+            if module is not seen and len(state.findings) != had:
+                # A finding on code its own rule replaced in the same visit is a caveat of
+                # that rewrite (TPU007: converted, the batch size left to the user), never
+                # stale because the code it names is gone.
+                text = module.code
+                for finding in state.findings - found - caveats:
+                    head = state.refused_code.get(finding)
+                    if head is not None and head not in text:
+                        caveats.add(finding)
             if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
                 module = AddImportsVisitor(context).transform_module(module)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
@@ -210,6 +225,9 @@ def _transform(
             break
     else:
         raise MigrationError(f"internal error: the rules did not converge in {MAX_PASSES} passes")
+    state.findings |= caveats & found
+    if found - state.findings:
+        state.findings = _still_true(found, state.findings, state, code_of(module))
     for rule_cls in final:  # what the rules left behind, reported once, over the final tree
         if module is not imports_of:
             state.imports, imports_of = ImportTable.from_module(module), module
@@ -225,6 +243,33 @@ def _transform(
     if new_text != original:
         check_round_trip(first, original)
     return new_text, state
+
+
+def _still_true(found: set[Finding], last: set[Finding], state: FileState, final: str) -> set[Finding]:
+    """The findings of every pass that still hold for the final text.
+
+    The last pass ran every rule over the final text: what it reported holds. A refusal
+    made in an earlier pass holds too when its rule reported it again on the same line,
+    or when the refused code is still where it was: a rule meets a refused node in later
+    passes only while it can still recognise it (TPU006 does not look again at a spec it
+    made a TPUEstimatorSpec, while the hooks it refused are still in it). A refusal whose
+    code a later rewrite replaced is stale (the first line of the refused node's code is no
+    longer on a line that maps back to the finding's line).
+    """
+    again = {(f.rule_id, f.message, f.position.line) for f in last}
+    lines = final.splitlines()
+    origin = line_map(state.original, final)
+    out = set(last)
+    for finding in found - last:
+        line = finding.position.line
+        head = state.refused_code.get(finding)
+        if (
+            (finding.rule_id, finding.message, line) in again
+            or head is None
+            or any(head in text and origin[i] == line for i, text in enumerate(lines))
+        ):
+            out.add(finding)
+    return out
 
 
 _HOOKED: dict[type[Rule], frozenset[str]] = {}

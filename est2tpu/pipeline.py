@@ -1,11 +1,13 @@
 """The parsing half of a run: the project index, rules and verification (LibCST).
 
 `est2tpu.api` imports this module only when some file has to be parsed, so a run that the
-cache answers completely (a warm pre-commit hook or CI check) never loads LibCST.
+cache answers completely (a warm pre-commit hook or CI check) never loads LibCST. It receives
+the run's state (`runner.RunState`) and never imports the API.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -13,8 +15,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from est2tpu import api, suppressions
-from est2tpu.api import _Candidate, _fail, _root_for, _Shared
+from est2tpu import suppressions
 from est2tpu.cache import store_result
 from est2tpu.cstutil import starts
 from est2tpu.engine import is_selected, parse, select_rules, transform, verify
@@ -24,6 +25,7 @@ from est2tpu.indexer import Indexer
 from est2tpu.names import ImportTable
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
+from est2tpu.runner import Candidate, ProgressFn, RunState, fail, guarded, root_for
 from est2tpu.scan import may_match, module_names
 from est2tpu.tfapi import USE_NAMES
 
@@ -41,7 +43,8 @@ def migrate_source(
     if suppressions.skips_file(text):
         result.status = Status.SKIPPED
         return result
-    try:
+
+    def work() -> None:
         module = parse(text)
         name = Path(path).stem if path != "-" else "__main__"
         indexer = Indexer(
@@ -51,11 +54,8 @@ def migrate_source(
         )
         indexer.register(indexer.modules[path], [name])
         _run(result, module, indexer.build(), target, select, ignore, use_runtime, text)
-    except MigrationError as exc:
-        _fail(result, str(exc))
-    except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
-        _fail(result, f"internal error: {type(exc).__name__}: {exc}")
-    return result
+
+    return guarded(result, work)
 
 
 class _LazyIndexer(Indexer):
@@ -86,9 +86,13 @@ class _LazyIndexer(Indexer):
         return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _build_lazy_index(shared: _Shared, use_runtime: bool) -> ProjectIndex:
-    """Parse what the index needs (here, before forking) and build it."""
-    cands = shared.cands
+def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectIndex:
+    """Parse what the index needs (here, before forking) and build it into `state`.
+
+    Parsed trees go to `state.modules`, parse errors to `state.failed`. MigrationError when
+    the index itself cannot be built.
+    """
+    cands = state.cands
     sources: dict[int, SourceModule | None] = {}
     claims: dict[str, list[int]] = {}
     for cid, cand in enumerate(cands):
@@ -103,9 +107,9 @@ def _build_lazy_index(shared: _Shared, use_runtime: bool) -> ProjectIndex:
         try:
             module = parse(cand.source)
         except MigrationError as exc:
-            shared.failed[cid] = str(exc)
+            state.failed[cid] = str(exc)
             return None
-        shared.modules[cid] = module
+        state.modules[cid] = module
         try:
             src = Indexer.source(str(cand.result.path), module, cand.names, cand.source)
         except Exception:  # noqa: BLE001 - a file the indexer cannot read adds no roles
@@ -114,15 +118,21 @@ def _build_lazy_index(shared: _Shared, use_runtime: bool) -> ProjectIndex:
         indexer.modules[src.path] = src
         return src
 
-    assert shared.settings is not None
-    indexer = _LazyIndexer(claims, load, use_runtime, shared.settings[0] is Target.TF2)
-    for cid, cand in enumerate(cands):
-        if (
-            cand.notebook is not None
-            or cand.imports is None
-            or _Superset(cand.imports).uses(cand.source, *USE_NAMES)
-        ):
-            load(cid)
+    settings = state.settings
+    indexer = _LazyIndexer(claims, load, settings.use_runtime, settings.target is Target.TF2)
+    needed = [
+        cid
+        for cid, cand in enumerate(cands)
+        if cand.notebook is not None
+        or cand.imports is None
+        or _Superset(cand.imports).uses(cand.source, *USE_NAMES)
+    ]
+    for done, cid in enumerate(needed):
+        if progress is not None:
+            progress("indexing", done, len(needed))
+        load(cid)
+    if progress is not None:
+        progress("indexing", len(needed), len(needed))
     try:
         return indexer.build()
     except Exception as exc:  # noqa: BLE001 - reported on every file, the run goes on
@@ -131,33 +141,46 @@ def _build_lazy_index(shared: _Shared, use_runtime: bool) -> ProjectIndex:
         ) from None
 
 
-def _finish_one(cid: int) -> tuple[int, dict[str, object]]:
-    """Migrate one candidate against the built index (in a worker): its stored result."""
-    shared = api._SHARED
-    cand = shared.cands[cid]
-    assert shared.settings is not None and shared.index is not None
-    target, select, ignore, use_runtime = shared.settings
+def finish_one(state: RunState, cid: int) -> tuple[int, dict[str, object]]:
+    """Migrate one candidate against the built index (in a worker): its stored result.
+
+    Stored as met ("early") when the file could not be parsed, as the reference pipeline
+    reports it.
+    """
+    cand = state.cands[cid]
+    assert state.index is not None
+    index, settings = state.index, state.settings
     result = cand.result
-    if cid in shared.failed:
-        return cid, store_result(_fail(result, shared.failed[cid]), True)
-    ignores = [*ignore, *cand.extra]
-    module = shared.modules.get(cid)
-    if module is None:
-        if _inert(cand, select_rules(target, select, ignores), shared.index, target, use_runtime):
-            return cid, store_result(result, False)
-        try:
+    ignores = [*settings.ignore, *cand.extra]
+    parsing = True
+
+    def work() -> None:
+        nonlocal parsing
+        if cid in state.failed:
+            raise MigrationError(state.failed[cid])
+        module = state.modules.get(cid)
+        if module is None:
+            rules = select_rules(settings.target, settings.select, ignores)
+            if _inert(cand, rules, index, settings.target, settings.use_runtime):
+                parsing = False
+                return
             module = parse(cand.source)
-        except MigrationError as exc:
-            return cid, store_result(_fail(result, str(exc)), True)
-    try:
-        _run(result, module, shared.index, target, select, ignores, use_runtime, cand.source)
+        parsing = False
+        _run(
+            result,
+            module,
+            index,
+            settings.target,
+            settings.select,
+            ignores,
+            settings.use_runtime,
+            cand.source,
+        )
         if cand.notebook is not None:
-            _back_to_notebook(result, cand.notebook, select, ignores)
-    except MigrationError as exc:
-        _fail(result, str(exc))
-    except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
-        _fail(result, f"internal error: {type(exc).__name__}: {exc}")
-    return cid, store_result(result, False)
+            _back_to_notebook(result, cand.notebook, settings.select, ignores)
+
+    guarded(result, work)
+    return cid, store_result(result, parsing and result.status is Status.FAILED)
 
 
 # A suppression comment can make a finding (E2T001) in a file no rule touches.
@@ -165,7 +188,7 @@ _SUPPRESSION_HINT = re.compile(r"est2tpu", re.IGNORECASE)
 
 
 def _inert(
-    cand: _Candidate,
+    cand: Candidate,
     rules: Sequence[type[Rule]],
     index: ProjectIndex,
     target: Target,
@@ -227,105 +250,91 @@ def _migrate_all_parsed(
     use_runtime: bool = True,
     per_file_ignores: Callable[[Path], Collection[str]] | None = None,
 ) -> Iterator[FileResult]:
-    """The reference pipeline: parse every file that passes the byte pre-filter.
+    """The reference pipeline (used by the tests only): parse every file that passes the
+    byte pre-filter, index them all, migrate them all, in this process.
 
-    `migrate_paths` gives the same results faster; it falls back to this one when the
-    project index cannot be built, and the tests hold the two to each other.
-
-    Yields one FileResult per file found, in a stable order: files that failed or were
-    skipped (by the pre-filter or a `# est2tpu: skip-file` comment) first as they are met,
-    then the parsed ones. A notebook's result holds the notebook's JSON text; its findings'
-    paths read `nb.ipynb:cell N` with lines counted inside that cell.
-    `per_file_ignores(path)` names rule IDs (or prefixes) switched off for one file.
+    `migrate_paths` must give the same results; the tests hold the two to each other.
+    Yields one FileResult per file found, in the same order as `migrate_paths`.
     """
     from est2tpu import notebook
     from est2tpu.discovery import discover
     from est2tpu.textio import decode
 
-    candidates: list[_Candidate] = []
+    def load(path: Path, result: FileResult, out: list[Candidate]) -> None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise MigrationError(f"cannot read: {exc.strerror or exc}") from None
+        if not may_match(data, target):
+            result.status = Status.SKIPPED
+            return
+        if path.suffix == ".ipynb":
+            nb = notebook.load(data)
+            result.old_text = result.new_text = nb.raw
+            if not nb.python or suppressions.skips_file(nb.head):
+                result.status = Status.SKIPPED
+                return
+            out.append(Candidate(result, parse(nb.program), [path.stem], nb))
+            return
+        decoded = decode(data)
+        result.old_text = result.new_text = decoded.text
+        result.encoding, result.bom, result.newline = (
+            decoded.encoding,
+            decoded.bom,
+            decoded.newline,
+        )
+        if suppressions.skips_file(decoded.text):
+            result.status = Status.SKIPPED
+            return
+        names = module_names(path, root_for(path, paths))
+        out.append(Candidate(result, parse(decoded.text), names))
+
+    candidates: list[Candidate] = []
     for found in discover(paths, exclude=exclude):
         if isinstance(found, tuple):
             yield FileResult(found[0], Status.FAILED, error=found[1])
             continue
-        path = found
-        result = FileResult(path, Status.UNCHANGED)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            yield _fail(result, f"cannot read: {exc.strerror or exc}")
-            continue
-        if path.suffix == ".ipynb":
-            if not may_match(data, target):
-                result.status = Status.SKIPPED
-                yield result
-                continue
-            try:
-                nb = notebook.load(data)
-                result.old_text = result.new_text = nb.raw
-                if not nb.python or suppressions.skips_file(nb.head):
-                    result.status = Status.SKIPPED
-                    yield result
-                    continue
-                module = parse(nb.program)
-            except MigrationError as exc:
-                yield _fail(result, str(exc))
-                continue
-            candidates.append(_Candidate(result, module, [path.stem], nb))
-            continue
-        if not may_match(data, target):
-            result.status = Status.SKIPPED
+        result = FileResult(found, Status.UNCHANGED)
+        loaded: list[Candidate] = []
+        guarded(result, lambda: load(found, result, loaded))  # noqa: B023 - called at once
+        if loaded:
+            candidates += loaded
+        else:
             yield result
-            continue
-        try:
-            decoded = decode(data)
-            result.old_text = result.new_text = decoded.text
-            result.encoding, result.bom, result.newline = (
-                decoded.encoding,
-                decoded.bom,
-                decoded.newline,
-            )
-            if suppressions.skips_file(decoded.text):
-                result.status = Status.SKIPPED
-                yield result
-                continue
-            module = parse(decoded.text)
-        except MigrationError as exc:
-            yield _fail(result, str(exc))
-            continue
-        root = _root_for(path, paths)
-        candidates.append(_Candidate(result, module, module_names(path, root)))
 
     try:
         index = _build_index(candidates, use_runtime, target)
     except MigrationError as exc:
         for cand in candidates:
-            yield _fail(cand.result, str(exc))
+            yield fail(cand.result, str(exc))
         return
     for cand in candidates:
         extra = list(per_file_ignores(cand.result.path)) if per_file_ignores else []
-        try:
-            assert cand.module is not None
-            _run(
-                cand.result,
-                cand.module,
-                index,
-                target,
-                select,
-                [*ignore, *extra],
-                use_runtime,
-                cand.source,
-            )
-            if cand.notebook is not None:
-                _back_to_notebook(cand.result, cand.notebook, select, [*ignore, *extra])
-        except MigrationError as exc:
-            _fail(cand.result, str(exc))
-        except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
-            _fail(cand.result, f"internal error: {type(exc).__name__}: {exc}")
-        yield cand.result
+
+        ignores = [*ignore, *extra]
+        yield guarded(
+            cand.result,
+            functools.partial(_finish, cand, index, target, select, ignores, use_runtime),
+        )
+
+
+def _finish(
+    cand: Candidate,
+    index: ProjectIndex,
+    target: Target,
+    select: Collection[str] | None,
+    ignores: Collection[str],
+    use_runtime: bool,
+) -> None:
+    """Migrate a parsed candidate into its result."""
+    assert cand.module is not None
+    _run(cand.result, cand.module, index, target, select, ignores, use_runtime, cand.source)
+    if cand.notebook is not None:
+        _back_to_notebook(cand.result, cand.notebook, select, ignores)
 
 
 def _build_index(
-    candidates: Sequence[_Candidate], use_runtime: bool, target: Target
+    candidates: Sequence[Candidate], use_runtime: bool, target: Target
 ) -> ProjectIndex:
     """The project index; a file the indexer cannot read adds no roles (and shifts nothing).
 
@@ -402,8 +411,11 @@ def _run(
     if enabled(AMBIGUOUS_IMPORT_ID) and ran:
         found.update(_ambiguous_imports(module, path))
     # The engine reports everything; suppression comments are honoured here.
-    findings = suppressions.apply(found, suppressions.find(source), enabled=enabled, path=path)
-    result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id))
+    findings = suppressions.apply(
+        set(state.findings), suppressions.find(source), enabled=enabled, path=path
+    )
+    # The message breaks ties: a set's order changes with each process's string hashing.
+    result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id, f.message))
     result.edits = state.edits
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
 from est2tpu import __version__
 from est2tpu.ftypes import Edit, FileResult, Finding, RuleInfo, Status
@@ -136,11 +137,24 @@ def summary_table(summary: Summary, *, dry_run: bool) -> Table:
     return table
 
 
-def rules_table(rules: Iterable[RuleInfo]) -> Table:
-    """Every rule: ID, name, safety, targets, summary."""
+#: Below this many columns `rules_table` puts each rule's name, safety, targets and summary
+#: in one cell (the five-column table leaves the summary a word per line at 80 columns).
+RULES_TABLE_WIDE = 110
+
+
+def rules_table(rules: Iterable[RuleInfo], width: int | None = None) -> Table:
+    """Every rule: ID, name, safety, targets, summary; narrower than RULES_TABLE_WIDE
+    columns, two columns: the ID, and the rest as one block per rule."""
     table = Table(title="est2tpu rules", title_justify="left")
-    # Short columns never wrap; the summary folds (instead of "…") so it is never cut off.
     table.add_column("ID", no_wrap=True)
+    if width is not None and width < RULES_TABLE_WIDE:
+        table.add_column("name · safety · targets / summary", overflow="fold")
+        for rule in rules:
+            targets = ", ".join(t.value for t in rule.targets)
+            head = Text(f"{rule.name} · {rule.safety.value} · {targets}", style="bold")
+            table.add_row(rule.id, Text.assemble(head, "\n", rule.summary))
+        return table
+    # Short columns never wrap; the summary folds (instead of "…") so it is never cut off.
     table.add_column("name", no_wrap=True)
     table.add_column("safety", no_wrap=True)
     table.add_column("targets", no_wrap=True)

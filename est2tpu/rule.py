@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -11,11 +12,15 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
+from est2tpu import catalogue
 from est2tpu.cstutil import is_multiline, starts, walk
-from est2tpu.ftypes import Edit, Finding, Position, Target
+from est2tpu.ftypes import Edit, Finding, Position, Safety, Target
 from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex
 from est2tpu.names import ImportTable, attr_chain
 from est2tpu.tfapi import call_kind
+
+# The modules the registry loads rules from: `est2tpu.rules.<id>_<name>`.
+_RULE_MODULE = re.compile(r"est2tpu\.rules\.([a-z][a-z0-9]*[0-9]{3})_\w+")
 
 RUNTIME_MODULE = "est2tpu.runtime"
 RUNTIME_ALIAS = "tpu_runtime"
@@ -34,6 +39,8 @@ class FileState:
     use_runtime: bool = True
     helpers_needed: set[str] = field(default_factory=set)
     findings: set[Finding] = field(default_factory=set)
+    # The first line of each refused node's code, as its rule saw it (see engine._still_true).
+    refused_code: dict[Finding, str] = field(default_factory=dict)
     edits: list[Edit] = field(default_factory=list)
     _line_maps: dict[int, list[int]] = field(default_factory=dict)
     # The engine's memo of generated code by tree (set while the rules run).
@@ -47,12 +54,12 @@ class FileState:
         if key not in self._line_maps:
             self._line_maps.clear()
             code = self.code_of(self.current) if self.code_of else self.current.code
-            self._line_maps[key] = _line_map(self.original, code)
+            self._line_maps[key] = line_map(self.original, code)
         mapping = self._line_maps[key]
         return mapping[line - 1] if 0 < line <= len(mapping) else line
 
 
-def _line_map(old: str, new: str) -> list[int]:
+def line_map(old: str, new: str) -> list[int]:
     """For each line of `new`, the 1-based line of `old` it came from.
 
     A changed line maps to the line it replaced; an inserted line to the line before it.
@@ -80,7 +87,11 @@ class Rule(cst.CSTTransformer):
     decorators, and gathering them cost 29 ms per rule per file plus a check at every node.
     """
 
+    # A rule's metadata lives in its catalogue entry, `rules/<ID>.md`, and only there: a
+    # rule in `est2tpu/rules/<id>_<name>.py` gets it when its class is created.
     ID: ClassVar[str]
+    NAME: ClassVar[str]
+    SAFETY: ClassVar[Safety]
     TARGETS: ClassVar[tuple[Target, ...]] = (Target.TPU_ESTIMATOR,)
     # Rules that look calls up in the index by their order (see index.call_kind) set this.
     KEYED: ClassVar[bool] = False
@@ -94,8 +105,21 @@ class Rule(cst.CSTTransformer):
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
+        rule_module = _RULE_MODULE.fullmatch(cls.__module__)
+        if rule_module is not None:
+            cls._read_catalogue(rule_module.group(1).upper())
         if cls.FINAL and any(name.startswith("leave_") for name in vars(cls)):
             raise TypeError(f"{cls.__name__}: a FINAL rule only reports; it has no leave_*")
+
+    @classmethod
+    def _read_catalogue(cls, rule_id: str) -> None:
+        declared = sorted({"ID", "NAME", "SAFETY", "TARGETS"} & set(vars(cls)))
+        if declared:
+            raise TypeError(f"{cls.__name__}: {', '.join(declared)} belong in rules/{rule_id}.md")
+        info = catalogue.load().get(rule_id)
+        if info is None:
+            raise TypeError(f"{cls.__module__}: no catalogue entry rules/{rule_id}.md")
+        cls.ID, cls.NAME, cls.SAFETY, cls.TARGETS = info.id, info.name, info.safety, info.targets
 
     def __init__(self, context: CodemodContext, state: FileState) -> None:
         super().__init__()
@@ -237,7 +261,11 @@ class Rule(cst.CSTTransformer):
                 pos = Position(self.state.original_line(line), column)
                 if pos.line in explained:
                     continue
-                self.state.findings.add(Finding(self.ID, text, pos, self.state.path))
+                finding = Finding(self.ID, text, pos, self.state.path)
+                self.state.findings.add(finding)
+                if not self.FINAL and finding not in self.state.refused_code:
+                    code = seen.code_for_node(node).strip()
+                    self.state.refused_code[finding] = code.split("\n", 1)[0].strip()
             else:
                 self.state.edits.append(Edit(self.ID, Position(line, column), text))
         self._pending.clear()

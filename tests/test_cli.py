@@ -331,15 +331,37 @@ def test_diff_is_coloured_only_on_a_terminal_without_no_color(
     assert plain.stdout.startswith("--- a/train.py\n")
 
 
-def test_progress_bar_passes_every_result_through(project: Path) -> None:
-    from est2tpu.cli import PROGRESS_MIN_FILES, _with_progress
+def test_progress_bar_moves_through_every_stage(project: Path) -> None:
+    from est2tpu.cli import PROGRESS_MIN_FILES, _ProgressBar
 
     paths = [write(project / f"m{i:02}.py", NOTHING_TO_DO) for i in range(PROGRESS_MIN_FILES + 5)]
-    results = [FileResult(p, Status.UNCHANGED) for p in paths]
+    paths.append(write(project / "train.py", CLEAN_MIGRATION))
     stream = io.StringIO()
-    console = Console(file=stream, force_terminal=True, width=100)
-    assert list(_with_progress(iter(results), [project], (), console)) == results
-    assert "migrating" in stream.getvalue()
+    bar = _ProgressBar(Console(file=stream, force_terminal=True, width=100))
+    seen: list[tuple[str, int, int]] = []
+
+    def show(stage: str, done: int, total: int) -> None:
+        seen.append((stage, done, total))
+        bar.show(stage, done, total)
+
+    results = list(bar.done_on_first(api.migrate_paths([project], progress=show, jobs=1)))
+    assert sorted(r.path for r in results) == sorted(paths)
+    stages = [stage for stage, _, _ in seen]
+    assert stages.index("scanning") < stages.index("indexing") < stages.index("rewriting")
+    assert ("scanning", len(paths), len(paths)) in seen
+    assert seen[-1][0] == "rewriting" and seen[-1][1] == seen[-1][2] > 0
+    for stage in ("scanning", "indexing", "rewriting"):
+        assert stage in stream.getvalue()
+
+
+def test_no_progress_bar_for_a_short_run(project: Path) -> None:
+    from est2tpu.cli import _ProgressBar
+
+    write(project / "train.py", CLEAN_MIGRATION)
+    stream = io.StringIO()
+    bar = _ProgressBar(Console(file=stream, force_terminal=True, width=100))
+    assert len(list(bar.done_on_first(api.migrate_paths([project], progress=bar.show)))) == 1
+    assert stream.getvalue() == ""
 
 
 def test_quiet_omits_summary(runner: CliRunner, project: Path) -> None:
@@ -361,6 +383,30 @@ def test_rules_lists_every_rule(runner: CliRunner) -> None:
     assert result.exit_code == 0
     for rule in rules:
         assert rule.id in result.stdout
+
+
+def test_rules_reads_well_in_80_columns(runner: CliRunner) -> None:
+    rules = api.all_rules()
+    result = runner.invoke(app, ["rules"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # Five lines a rule at most (the five-column layout gave one summary word per line).
+    assert len(lines) <= 5 + 5 * len(rules), result.stdout
+    flat = " ".join(line.strip("│ ") for line in lines)
+    for rule in rules:
+        assert f"{rule.id} │ {rule.name} · {rule.safety.value}" in result.stdout
+        assert rule.summary.split()[0] in flat
+
+
+def test_version(runner: CliRunner) -> None:
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    version = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout == f"est2tpu {version}\n"
 
 
 def test_explain_prints_what_it_does(runner: CliRunner) -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import sys
 from pathlib import Path
+
+import pytest
 
 from est2tpu import catalogue
 from est2tpu.catalogue import REQUIRED_SECTIONS, data_dir
 from est2tpu.registry import rule_classes
+from est2tpu.rule import Rule
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,9 +34,35 @@ def test_ids_match_everywhere() -> None:
     assert code == folders, "every rule needs fixtures/<ID>/ and vice versa"
 
 
-def test_code_module_named_after_id() -> None:
+def test_code_module_named_after_id_and_name() -> None:
+    docs = catalogue.load()
     for cls in rule_classes():
-        assert cls.__module__.rsplit(".", 1)[-1].startswith(cls.ID.lower() + "_")
+        info = docs[cls.ID]
+        expected = f"{info.id.lower()}_{info.name.replace('-', '_')}"
+        assert cls.__module__.rsplit(".", 1)[-1] == expected, f"rename it est2tpu/rules/{expected}.py"
+
+
+def test_metadata_comes_from_the_catalogue_only() -> None:
+    docs = catalogue.load()
+    for cls in rule_classes():
+        info = docs[cls.ID]
+        assert (cls.NAME, cls.SAFETY, cls.TARGETS) == (info.name, info.safety, info.targets)
+        source = Path(sys.modules[cls.__module__].__file__ or "").read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    names = [t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)]
+                    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                        names.append(stmt.target.id)
+                    assert not {"ID", "NAME", "SAFETY", "TARGETS"} & set(names), cls.ID
+
+
+def test_a_rule_that_declares_its_metadata_is_refused() -> None:
+    namespace = {"__name__": "est2tpu.rules.tpu004_cross_shard_optimizer", "Rule": Rule}
+    with pytest.raises(TypeError, match=r"ID belong in rules/TPU004.md"):
+        exec("class Again(Rule):\n    ID = 'TPU004'\n", namespace)  # noqa: S102
+    with pytest.raises(TypeError, match=r"no catalogue entry rules/TPU999.md"):
+        exec("class Unknown(Rule):\n    pass\n", {**namespace, "__name__": "est2tpu.rules.tpu999_x"})  # noqa: S102
 
 
 def test_docs_have_the_fixed_headings() -> None:

@@ -173,3 +173,46 @@ def test_index_build_failure_does_not_end_the_run(
     assert isinstance(result.exception, SystemExit)
     assert "internal error" in result.stderr
     assert {p.read_text() for p in tree.glob("*.py")} == {GOOD}
+
+
+def test_index_failure_fails_the_files_that_needed_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No all-parsed fallback: the files fail with the index's reason (a file that was not
+    parsed before the index may fail with it rather than its parse error), each parsed at
+    most once, and none is written."""
+    from est2tpu import pipeline
+
+    root = tmp_path / "proj"
+    shutil.copytree(PROJECTS / "two_module_trainer", root)
+    (root / "broken.py").write_text("import tensorflow as tf\ndef f(:\n    tf.estimator\n")
+    (root / "plain.py").write_text("x = 1\n")
+
+    def build(self: Indexer) -> Any:
+        raise RuntimeError("injected index bug")
+
+    monkeypatch.setattr(Indexer, "build", build)
+    parsed: list[int] = []
+    real_parse = pipeline.parse
+
+    def parse(text: str) -> cst.Module:
+        parsed.append(1)
+        return real_parse(text)
+
+    monkeypatch.setattr(pipeline, "parse", parse)
+    got = list(api.migrate_paths([root], jobs=1))
+    assert len(parsed) <= len(got)
+    monkeypatch.setattr(pipeline, "parse", real_parse)
+    reference = list(pipeline._migrate_all_parsed([root]))
+    assert sorted((r.path, r.status) for r in got) == sorted(
+        (r.path, r.status) for r in reference
+    )
+    by_name = {r.path.name: r for r in got}
+    assert by_name["plain.py"].status is Status.SKIPPED
+    assert by_name["broken.py"].status is Status.FAILED
+    for name in ("model.py", "task.py"):
+        assert by_name[name].status is Status.FAILED
+        assert "the project index failed: RuntimeError: injected index bug" in (
+            by_name[name].error or ""
+        )
+        assert by_name[name].new_text == by_name[name].old_text

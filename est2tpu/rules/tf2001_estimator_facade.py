@@ -6,7 +6,6 @@ import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
 from est2tpu.cstutil import descendants, iter_calls
-from est2tpu.ftypes import Target
 from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
@@ -191,9 +190,7 @@ def _is_none(node: cst.BaseExpression) -> bool:
 
 
 class EstimatorFacade(Rule):
-    ID = "TF2001"
     KEYED = True  # looks Estimator constructions up in the index by order
-    TARGETS = (Target.TF2,)
 
     @classmethod
     def applies(cls, state: FileState) -> bool:

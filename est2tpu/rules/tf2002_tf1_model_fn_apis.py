@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.ftypes import Target
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import TABLE, facade, has_model_fn_code, model_fn_scopes
 
@@ -13,9 +12,6 @@ COLLECTION = "get_collection"
 
 
 class Tf1ModelFnApis(Rule):
-    ID = "TF2002"
-    TARGETS = (Target.TF2,)
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return has_model_fn_code(state)

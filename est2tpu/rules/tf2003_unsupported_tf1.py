@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.ftypes import Target
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import TABLE, has_model_fn_code, model_fn_scopes
 
@@ -48,9 +47,6 @@ def unsupported(name: str) -> str | None:
 
 
 class UnsupportedTf1(Rule):
-    ID = "TF2003"
-    TARGETS = (Target.TF2,)
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return has_model_fn_code(state)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.ftypes import Target
 from est2tpu.names import ESTIMATOR_ONLY_MODULES, dotted, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 
@@ -36,8 +35,6 @@ def _module_hint(module: str) -> str:
 
 
 class EstimatorApiLeft(Rule):
-    ID = "TF2004"
-    TARGETS = (Target.TF2,)
     FINAL = True
 
     @classmethod

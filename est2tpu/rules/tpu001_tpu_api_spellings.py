@@ -36,8 +36,6 @@ RESOLVERS = {
 
 
 class TpuApiSpellings(Rule):
-    ID = "TPU001"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return any(

@@ -8,8 +8,6 @@ from est2tpu.rule import FileState, Rule
 
 
 class ExportSavedModel(Rule):
-    ID = "TPU002"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return ".export_savedmodel(" in state.original

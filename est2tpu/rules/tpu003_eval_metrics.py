@@ -34,8 +34,6 @@ class Atom:
 
 
 class EvalMetrics(Rule):
-    ID = "TPU003"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_model_fn(state)

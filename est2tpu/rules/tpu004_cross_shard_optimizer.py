@@ -14,8 +14,6 @@ OPTIMIZER_METHODS = frozenset({"minimize", "compute_gradients", "apply_gradients
 
 
 class CrossShardOptimizer(Rule):
-    ID = "TPU004"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_model_fn(state)

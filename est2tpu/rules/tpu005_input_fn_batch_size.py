@@ -12,8 +12,6 @@ from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 
 
 class InputFnBatchSize(Rule):
-    ID = "TPU005"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_input_fn(state) or any(

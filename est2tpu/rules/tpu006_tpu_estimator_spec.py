@@ -11,8 +11,6 @@ HOOK_ARGS = ("training_hooks", "evaluation_hooks", "prediction_hooks")
 
 
 class TpuEstimatorSpec(Rule):
-    ID = "TPU006"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_model_fn(state)

@@ -14,7 +14,6 @@ _UNKNOWN = "Estimator left as it is: it was not seen when the project was indexe
 
 
 class TpuEstimator(Rule):
-    ID = "TPU007"
     KEYED = True
 
     @classmethod

@@ -12,8 +12,6 @@ TPU_ONLY_ARGS = ("cluster", "tpu_config", "master", "evaluation_master")
 
 
 class TpuRunConfig(Rule):
-    ID = "TPU008"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return state.imports.calls(state.original, "estimator.RunConfig")

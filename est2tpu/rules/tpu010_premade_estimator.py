@@ -12,7 +12,6 @@ from est2tpu.tfapi import PREMADE
 
 
 class PremadeEstimator(Rule):
-    ID = "TPU010"
     KEYED = True
 
     @classmethod

@@ -11,7 +11,6 @@ from est2tpu.tfapi import KERAS_TO_ESTIMATOR
 
 
 class KerasModelToEstimator(Rule):
-    ID = "TPU011"
     KEYED = True
 
     @classmethod

@@ -8,7 +8,6 @@ from est2tpu.rule import FileState, Rule
 
 
 class TrainAndEvaluate(Rule):
-    ID = "TPU012"
     KEYED = True
 
     @classmethod

@@ -13,7 +13,6 @@ AFTER_BATCH = ("num_epochs", "shuffle", "queue_capacity", "num_threads", "target
 
 
 class NumpyInputFn(Rule):
-    ID = "TPU013"
     KEYED = True
 
     @classmethod

@@ -109,7 +109,6 @@ def _message(name: str, subclass: bool) -> str | None:
 
 
 class EstimatorApiLeft(Rule):
-    ID = "TPU014"
     FINAL = True
 
     @classmethod

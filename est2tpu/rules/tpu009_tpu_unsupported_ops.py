@@ -15,8 +15,6 @@ FLOAT64 = frozenset({"float64", "double", "dtypes.float64"})
 
 
 class TpuUnsupported(Rule):
-    ID = "TPU009"
-
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_model_fn(state)

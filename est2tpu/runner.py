@@ -1,0 +1,215 @@
+"""The LibCST-free half of a run: its types, reading and pre-filtering files, the worker pool,
+and the one per-file error boundary.
+
+`est2tpu.api` drives a run with it; `est2tpu.pipeline` (the parsing half, loaded only when a
+file has to be parsed) receives a `RunState` from it and never reaches back into the API.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from est2tpu import suppressions
+from est2tpu.cache import digest
+from est2tpu.ftypes import FileResult, MigrationError, Status, Target
+from est2tpu.scan import import_pairs, may_match, module_names
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from est2tpu.index import ProjectIndex
+    from est2tpu.notebook import Notebook
+
+#: `progress(stage, done, total)`: a run's stages are "scanning", "indexing", "rewriting".
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class Candidate:
+    """A file that passed the pre-filter and may have to be parsed."""
+
+    result: FileResult
+    module: cst.Module | None
+    names: list[str]  # the dotted module names it can be imported as
+    notebook: Notebook | None = None
+    digest: str = ""  # of the file's bytes, for the cache
+    imports: list[tuple[str, str]] | None = None  # import_pairs(); None: could not tell
+    extra: list[str] = field(default_factory=list)  # per-file ignores
+
+    @property
+    def source(self) -> str:
+        """The Python text that was parsed (a notebook's joined cells)."""
+        if self.notebook is not None:
+            return self.notebook.program
+        return self.result.old_text or ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the user asked every file of a run to be migrated with."""
+
+    target: Target
+    select: Collection[str] | None
+    ignore: tuple[str, ...]
+    use_runtime: bool
+
+
+@dataclass
+class RunState:
+    """One run's state. Worker processes inherit it when forked (see `pmap`); never pickled."""
+
+    roots: list[Path]
+    settings: Settings
+    cands: list[Candidate] = field(default_factory=list)
+    index: ProjectIndex | None = None
+    modules: dict[int, cst.Module] = field(default_factory=dict)  # candidate -> parsed tree
+    failed: dict[int, str] = field(default_factory=dict)  # candidate -> parse error
+
+
+def fail(result: FileResult, reason: str) -> FileResult:
+    """Mark a file failed: left exactly as it was, with a one-line reason."""
+    result.status = Status.FAILED
+    result.error = reason
+    result.new_text = result.old_text
+    result.findings = []
+    return result
+
+
+def guarded(result: FileResult, work: Callable[[], object]) -> FileResult:
+    """The per-file error boundary: run `work` on `result`; any error fails that file only.
+
+    A MigrationError carries its one-line reason; any other exception is a bug in est2tpu,
+    reported as an internal error on this file while the run goes on.
+    """
+    try:
+        work()
+    except MigrationError as exc:
+        fail(result, str(exc))
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
+        fail(result, f"internal error: {type(exc).__name__}: {exc}")
+    return result
+
+
+def workers(jobs: int | None) -> int:
+    """How many worker processes a run uses: `jobs`, else every core this process may use."""
+    if jobs is not None:
+        return max(1, jobs)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+S = TypeVar("S")
+T = TypeVar("T")
+R = TypeVar("R")
+
+# The function and state forked workers call with (set only while a pool runs).
+_FORKED: tuple[Callable[[Any, Any], Any], Any] | None = None
+
+
+def _call_forked(item: object) -> object:
+    assert _FORKED is not None
+    fn, state = _FORKED
+    return fn(state, item)
+
+
+def pmap(
+    fn: Callable[[S, T], R],
+    state: S,
+    items: Sequence[T],
+    jobs: int,
+    *,
+    min_tasks: int,
+    on_done: Callable[[int], None] | None = None,
+) -> list[R]:
+    """`fn(state, item)` over `items`, in order; in forked worker processes when it pays.
+
+    Workers are forked, so they see `state` (the parsed modules, the index) without pickling
+    a tree; only the items and the results travel. Without `fork`, or for few items,
+    everything runs here. `on_done(n)` is told how many items are done as they finish.
+    """
+    global _FORKED
+    if jobs <= 1 or len(items) < min_tasks or "fork" not in mp.get_all_start_methods():
+        return _sequential(fn, state, items, on_done)
+    n = min(jobs, len(items))
+    chunk = max(1, min(32, len(items) // (n * 8)))
+    _FORKED = (fn, state)
+    try:
+        out: list[R] = []
+        with mp.get_context("fork").Pool(n) as pool:
+            for result in pool.imap(_call_forked, items, chunksize=chunk):
+                out.append(cast("R", result))
+                if on_done is not None:
+                    on_done(len(out))
+        return out
+    except (OSError, mp.ProcessError, EOFError):
+        return _sequential(fn, state, items, on_done)
+    finally:
+        _FORKED = None
+
+
+def _sequential(
+    fn: Callable[[S, T], R], state: S, items: Sequence[T], on_done: Callable[[int], None] | None
+) -> list[R]:
+    out: list[R] = []
+    for item in items:
+        out.append(fn(state, item))
+        if on_done is not None:
+            on_done(len(out))
+    return out
+
+
+def scan_one(state: RunState, path: Path) -> FileResult | Candidate:
+    """Read, pre-filter and decode one file (in a worker): a finished result, or a candidate."""
+    result = FileResult(path, Status.UNCHANGED)
+    found: list[Candidate] = []
+    guarded(result, lambda: found.extend(_scan(state, path, result)))
+    return found[0] if found else result
+
+
+def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
+    from est2tpu import notebook
+    from est2tpu.textio import decode
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MigrationError(f"cannot read: {exc.strerror or exc}") from None
+    if not may_match(data, state.settings.target):
+        result.status = Status.SKIPPED
+        return []
+    if path.suffix == ".ipynb":
+        nb = notebook.load(data)
+        result.old_text = result.new_text = nb.raw
+        if not nb.python or suppressions.skips_file(nb.head):
+            result.status = Status.SKIPPED
+            return []
+        return [Candidate(result, None, [path.stem], nb)]
+    decoded = decode(data)
+    result.old_text = result.new_text = decoded.text
+    result.encoding, result.bom, result.newline = decoded.encoding, decoded.bom, decoded.newline
+    if suppressions.skips_file(decoded.text):
+        result.status = Status.SKIPPED
+        return []
+    cand = Candidate(result, None, module_names(path, root_for(path, state.roots)))
+    cand.digest = digest(data)
+    cand.imports = import_pairs(decoded.text)
+    return [cand]
+
+
+def root_for(path: Path, roots: Sequence[Path]) -> Path | None:
+    """The directory a file's dotted module name counts from: the root it was found under."""
+    for root in roots:
+        if root.is_dir():
+            try:
+                path.relative_to(root)
+            except ValueError:
+                continue
+            return root
+    return path.parent
