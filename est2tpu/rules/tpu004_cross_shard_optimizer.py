@@ -163,27 +163,14 @@ class CrossShardOptimizer(Rule):
     def _insert(
         self, statements: Sequence[cst.BaseStatement], targets: set[str]
     ) -> list[cst.BaseStatement]:
-        out: list[cst.BaseStatement] = []
-        for stmt in statements:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                out.append(stmt)
-                for small in stmt.body:
-                    if (
-                        isinstance(small, cst.Assign)
-                        and len(small.targets) == 1
-                        and isinstance(small.targets[0].target, cst.Name)
-                        and small.targets[0].target.value in targets
-                    ):
-                        out.append(self._wrap(small.targets[0].target.value))
-            elif isinstance(stmt, cst.BaseCompoundStatement):
-                out.append(self._descend(stmt, targets))
-            else:
-                out.append(stmt)
-        return out
+        """The statements with the wrap after each assignment of a target, at any depth
+        below them (not into nested defs and classes).
 
-    def _descend(self, stmt: cst.BaseCompoundStatement, targets: set[str]) -> cst.BaseStatement:
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            return stmt
+        One transformer visits every block once, innermost first, and each block is given
+        only its own assignments: a block must not be handed back to `_insert` after its
+        children were processed, or the inserted `name = CrossShardOptimizer(name)` (an
+        assignment of the target itself) gets wrapped again, without end.
+        """
         rule = self
 
         class Into(cst.CSTTransformer):
@@ -196,11 +183,28 @@ class CrossShardOptimizer(Rule):
             def leave_IndentedBlock(
                 self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
             ) -> cst.IndentedBlock:
-                return updated_node.with_changes(body=rule._insert(updated_node.body, targets))
+                return updated_node.with_changes(body=rule._insert_here(updated_node.body, targets))
 
-        result = stmt.visit(Into())
-        assert isinstance(result, cst.BaseStatement)
-        return result
+        block = cst.IndentedBlock(body=list(statements)).visit(Into())
+        assert isinstance(block, cst.IndentedBlock)
+        return list(block.body)
+
+    def _insert_here(
+        self, statements: Sequence[cst.BaseStatement], targets: set[str]
+    ) -> list[cst.BaseStatement]:
+        out: list[cst.BaseStatement] = []
+        for stmt in statements:
+            out.append(stmt)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if (
+                        isinstance(small, cst.Assign)
+                        and len(small.targets) == 1
+                        and isinstance(small.targets[0].target, cst.Name)
+                        and small.targets[0].target.value in targets
+                    ):
+                        out.append(self._wrap(small.targets[0].target.value))
+        return out
 
     def _wrap(self, name: str) -> cst.If:
         wrapper = self.tf("compat.v1.tpu.CrossShardOptimizer")
