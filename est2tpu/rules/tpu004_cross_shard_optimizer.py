@@ -67,7 +67,18 @@ class CrossShardOptimizer(Rule):
             updated_node = add_param(updated_node, "params")
         body = updated_node.body
         assert isinstance(body, cst.IndentedBlock)
-        new_body = body.with_changes(body=self._insert(body.body, targets))
+        test: cst.BaseExpression = cst.parse_expression('params["use_tpu"]')
+        statements = list(body.body)
+        if len(locals_.get("params", ())) > 1:
+            # `params = {...}` / `params = params or {}` in the model_fn: the rebound dict
+            # has no "use_tpu" (KeyError at training), so it is read before the rebinding,
+            # first thing in the body, where `params` is still TPUEstimator's.
+            flag = unique_name("use_tpu", set(locals_))
+            read = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(flag))], test)])
+            at = 1 if statements and _is_docstring(statements[0]) else 0
+            statements.insert(at, read)
+            test = cst.Name(flag)
+        new_body = body.with_changes(body=self._insert(statements, targets, test))
         self.record(original_node, "optimizer wrapped in CrossShardOptimizer on TPU")
         return updated_node.with_changes(body=new_body)
 
@@ -161,7 +172,10 @@ class CrossShardOptimizer(Rule):
         return out
 
     def _insert(
-        self, statements: Sequence[cst.BaseStatement], targets: set[str]
+        self,
+        statements: Sequence[cst.BaseStatement],
+        targets: set[str],
+        test: cst.BaseExpression,
     ) -> list[cst.BaseStatement]:
         """The statements with the wrap after each assignment of a target, at any depth
         below them (not into nested defs and classes).
@@ -183,14 +197,19 @@ class CrossShardOptimizer(Rule):
             def leave_IndentedBlock(
                 self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
             ) -> cst.IndentedBlock:
-                return updated_node.with_changes(body=rule._insert_here(updated_node.body, targets))
+                return updated_node.with_changes(
+                    body=rule._insert_here(updated_node.body, targets, test)
+                )
 
         block = cst.IndentedBlock(body=list(statements)).visit(Into())
         assert isinstance(block, cst.IndentedBlock)
         return list(block.body)
 
     def _insert_here(
-        self, statements: Sequence[cst.BaseStatement], targets: set[str]
+        self,
+        statements: Sequence[cst.BaseStatement],
+        targets: set[str],
+        test: cst.BaseExpression,
     ) -> list[cst.BaseStatement]:
         out: list[cst.BaseStatement] = []
         for stmt in statements:
@@ -203,10 +222,10 @@ class CrossShardOptimizer(Rule):
                         and isinstance(small.targets[0].target, cst.Name)
                         and small.targets[0].target.value in targets
                     ):
-                        out.append(self._wrap(small.targets[0].target.value))
+                        out.append(self._wrap(small.targets[0].target.value, test))
         return out
 
-    def _wrap(self, name: str) -> cst.If:
+    def _wrap(self, name: str, test: cst.BaseExpression) -> cst.If:
         wrapper = self.tf("compat.v1.tpu.CrossShardOptimizer")
         assign = cst.SimpleStatementLine(
             [
@@ -216,7 +235,6 @@ class CrossShardOptimizer(Rule):
                 )
             ]
         )
-        test = cst.parse_expression('params["use_tpu"]')
         return cst.If(test=test, body=cst.IndentedBlock([assign]))
 
 
@@ -237,3 +255,12 @@ def _whole_statement_values(fn: cst.FunctionDef) -> set[int]:
 
     walk(fn, V())
     return found
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
