@@ -20,6 +20,11 @@ class CrossShardOptimizer(Rule):
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_model_fn(state)
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        # id(statement after which the branches assigning an optimizer join) -> its name
+        self.joins: dict[int, str] = {}
+
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
@@ -163,6 +168,15 @@ class CrossShardOptimizer(Rule):
                 continue  # already migrated
             if len(tf1) == 1 and len(values) == 1:
                 out.add(name)
+            elif (
+                tf1
+                and all(isinstance(v, cst.Call) for v in values)
+                and (join := _join_point(fn, name, len(values)))
+            ):
+                # Chosen in if/elif/else (a TF1 optimizer in one branch, maybe a third-party
+                # Optimizer subclass in another): wrapped once, after the branches join.
+                out.add(name)
+                self.joins[id(join)] = name
             elif tf1:
                 self.refuse(
                     anchor,
@@ -197,8 +211,9 @@ class CrossShardOptimizer(Rule):
             def leave_IndentedBlock(
                 self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
             ) -> cst.IndentedBlock:
+                joins = [rule.joins.get(id(st)) for st in original_node.body]
                 return updated_node.with_changes(
-                    body=rule._insert_here(updated_node.body, targets, test)
+                    body=rule._insert_here(updated_node.body, joins, targets, test)
                 )
 
         block = cst.IndentedBlock(body=list(statements)).visit(Into())
@@ -208,19 +223,24 @@ class CrossShardOptimizer(Rule):
     def _insert_here(
         self,
         statements: Sequence[cst.BaseStatement],
+        joins: Sequence[str | None],
         targets: set[str],
         test: cst.BaseExpression,
     ) -> list[cst.BaseStatement]:
+        joined = set(self.joins.values())
         out: list[cst.BaseStatement] = []
-        for stmt in statements:
+        for stmt, join in zip(statements, joins):
             out.append(stmt)
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if join is not None:
+                out.append(self._wrap(join, test))
+            elif isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     if (
                         isinstance(small, cst.Assign)
                         and len(small.targets) == 1
                         and isinstance(small.targets[0].target, cst.Name)
                         and small.targets[0].target.value in targets
+                        and small.targets[0].target.value not in joined
                     ):
                         out.append(self._wrap(small.targets[0].target.value, test))
         return out
@@ -264,3 +284,85 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
         and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+def _assigns(stmt: cst.BaseStatement, name: str) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Assign)
+        and len(stmt.body[0].targets) == 1
+        and isinstance(stmt.body[0].targets[0].target, cst.Name)
+        and stmt.body[0].targets[0].target.value == name
+    )
+
+
+def _branch_assignments(stmt: cst.If, name: str) -> int:
+    """How many branches of an if/elif/else chain assign `name` at their top level."""
+    count = 0
+    node: cst.If | cst.Else | None = stmt
+    while node is not None:
+        body = node.body
+        if isinstance(body, cst.IndentedBlock):
+            count += sum(_assigns(st, name) for st in body.body)
+        node = node.orelse if isinstance(node, cst.If) else None
+    return count
+
+
+def _join_point(fn: cst.FunctionDef, name: str, bindings: int) -> cst.BaseStatement | None:
+    """The statement after which every binding of `name` has happened: the last of a run of
+    statements in one block that assign it directly or in the branches of an if/elif/else,
+    with no read of it in between (it is used only once the branches joined)."""
+    blocks: list[cst.IndentedBlock] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+            blocks.append(node)
+
+    walk(fn, V())
+    for block in blocks:
+        hits = []
+        found = 0
+        for i, st in enumerate(block.body):
+            if _assigns(st, name):
+                hits.append(i)
+                found += 1
+            elif isinstance(st, cst.If) and (n := _branch_assignments(st, name)):
+                hits.append(i)
+                found += n
+        if found != bindings:
+            continue
+        run = block.body[hits[0] : hits[-1] + 1]
+        names = [n for st in run for n in _names(st) if n.value == name]
+        targets = sum(_assigns(st, name) for st in run) + sum(
+            _branch_assignments(st, name) for st in run if isinstance(st, cst.If)
+        )
+        if len(names) != targets:
+            return None  # read before the branches join: wrapping after them is too late
+        return block.body[hits[-1]]
+    return None
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    walk(node, V())
+    return found

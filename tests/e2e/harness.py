@@ -78,6 +78,8 @@ PROJECTS: dict[str, Project] = {
         Project("keras_model_to_estimator", ("train.py",)),
         Project("train_and_evaluate_exporter", ("trainer.py",)),
         Project("numpy_input", ("train.py",)),
+        Project("eval_metrics_branches", ("train.py",)),
+        Project("optimizer_branches", ("train.py",)),
         Project("premade_dnn_classifier", ("train.py",), tf2_only=True),
         Project("premade_linear_regressor", ("train.py",), tf2_only=True),
     )
