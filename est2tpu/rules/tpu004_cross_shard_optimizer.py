@@ -34,18 +34,14 @@ class CrossShardOptimizer(Rule):
         if split is not updated_node:
             self.record(original_node, "optimizer created and used in one expression: split")
             updated_node = split
+        expanded, forced = self._expand_optimize_loss(original_node, updated_node)
+        if expanded is not updated_node:
+            self.record(original_node, "optimize_loss -> an explicit optimizer")
+            updated_node = expanded
         used = self._optimizer_receivers(updated_node)
         splittable = _whole_statement_values(original_node)
         for call in iter_calls(original_node):
-            name = self.tf_name(call.func) or ""
-            if name in ("contrib.layers.optimize_loss", "layers.optimize_loss"):
-                self.refuse(
-                    call,
-                    "tf.contrib.layers.optimize_loss cannot be wrapped for TPU; create the "
-                    "optimizer, wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
-                    "params['use_tpu'], and call optimizer.minimize(loss, global_step)",
-                )
-            elif (
+            if (
                 isinstance(call.func, cst.Attribute)
                 and call.func.attr.value in OPTIMIZER_METHODS
                 and isinstance(call.func.value, cst.Call)
@@ -57,7 +53,7 @@ class CrossShardOptimizer(Rule):
                     "the optimizer is created and used in one expression; assign it to a "
                     "variable so it can be wrapped in CrossShardOptimizer on TPU",
                 )
-        targets = self._wrappable(updated_node, used, original_node)
+        targets = self._wrappable(updated_node, used, original_node) | forced
         if not targets:
             return updated_node
         locals_ = assigned_names(updated_node)
@@ -86,6 +82,265 @@ class CrossShardOptimizer(Rule):
         new_body = body.with_changes(body=self._insert(statements, targets, test))
         self.record(original_node, "optimizer wrapped in CrossShardOptimizer on TPU")
         return updated_node.with_changes(body=new_body)
+
+    def _expand_optimize_loss(
+        self, original: cst.FunctionDef, fn: cst.FunctionDef
+    ) -> tuple[cst.FunctionDef, set[str]]:
+        """`train_op = tf.contrib.layers.optimize_loss(...)` -> the statements TF 1.15's
+        contrib/layers/python/layers/optimizers.py runs: the optimizer (by name, class,
+        instance or callable), the learning-rate decay, the UPDATE_OPS dependency, the
+        gradients clipped by global norm, apply_gradients, and its default summaries under
+        the OptimizeLoss scope's tags. The optimizer is then wrapped like any other (the
+        names in the second value are wrapped whatever builds them)."""
+        plans: list[tuple[cst.SimpleStatementLine, list[cst.BaseStatement], str | None]] = []
+        taken = set(assigned_names(fn))
+        handled: set[int] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is original
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                stmts.append(node)
+
+        stmts: list[cst.SimpleStatementLine] = []
+        walk(original, V())
+        calls = [
+            c
+            for c in iter_calls(original)
+            if (self.tf_name(c.func) or "")
+            in ("contrib.layers.optimize_loss", "layers.optimize_loss")
+        ]
+        if not calls:
+            return fn, set()
+        for stmt in stmts:
+            small = stmt.body[0] if len(stmt.body) == 1 else None
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Call)
+                and small.value in calls
+            ):
+                continue
+            handled.add(id(small.value))
+            if len(calls) > 1:
+                self.refuse(
+                    small.value,
+                    "optimize_loss is called more than once in this model_fn (scopes "
+                    "OptimizeLoss, OptimizeLoss_1, ...); create each optimizer by hand and wrap "
+                    "it in tf.compat.v1.tpu.CrossShardOptimizer when params['use_tpu']",
+                )
+                continue
+            try:
+                new, forced = self._optimize_loss_plan(small.value, small.targets[0].target, taken)
+            except _Refusal as why:
+                self.refuse(small.value, str(why))
+                continue
+            plans.append((stmt, new, forced))
+        for call in calls:
+            if id(call) not in handled:
+                self.refuse(
+                    call,
+                    "optimize_loss is not assigned to a name on a line of its own; write "
+                    "`train_op = tf.contrib.layers.optimize_loss(...)` and re-run",
+                )
+        if not plans:
+            return fn, set()
+
+        class T(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def leave_IndentedBlock(
+                self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+            ) -> cst.IndentedBlock:
+                body: list[cst.BaseStatement] = []
+                for st in updated_node.body:
+                    for old, new, _ in plans:
+                        if st.deep_equals(old):
+                            assert isinstance(st, cst.SimpleStatementLine)
+                            body += [new[0].with_changes(leading_lines=st.leading_lines), *new[1:]]
+                            break
+                    else:
+                        body.append(st)
+                return updated_node.with_changes(body=body)
+
+        result = fn.visit(T())
+        assert isinstance(result, cst.FunctionDef)
+        return result, {f for _, _, f in plans if f is not None}
+
+    def _optimize_loss_plan(
+        self, call: cst.Call, target: cst.Name, taken: set[str]
+    ) -> tuple[list[cst.BaseStatement], str | None]:
+        code = cst.Module([]).code_for_node
+        names = ("loss", "global_step", "learning_rate", "optimizer")
+        args: dict[str, cst.BaseExpression] = {}
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                raise _Refusal("optimize_loss with *args/**kwargs: pass them by keyword")
+            key = (
+                arg.keyword.value
+                if arg.keyword is not None
+                else (names[i] if i < len(names) else "")
+            )
+            if not key:
+                raise _Refusal("optimize_loss with more than four positional arguments")
+            args[key] = arg.value
+        supported = {*names, "clip_gradients", "learning_rate_decay_fn", "update_ops",
+                     "summaries", "name"}  # fmt: skip
+        for key, value in args.items():
+            if key not in supported and not (isinstance(value, cst.Name) and value.value == "None"):
+                raise _Refusal(
+                    f"optimize_loss(..., {key}=...) is not rewritten; create the optimizer by "
+                    "hand and wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
+                    "params['use_tpu']"
+                )
+        if "loss" not in args or "optimizer" not in args:
+            raise _Refusal("optimize_loss without loss or optimizer")
+
+        def tf(name: str) -> str:
+            return code(self.tf(name))
+
+        def none(key: str) -> bool:
+            v = args.get(key)
+            return v is None or (isinstance(v, cst.Name) and v.value == "None")
+
+        def fresh(name: str) -> str:
+            out = unique_name(name, taken)
+            taken.add(out)
+            return out
+
+        scope = "OptimizeLoss"
+        if not none("name"):
+            value = args["name"]
+            if not isinstance(value, cst.SimpleString):
+                raise _Refusal("optimize_loss(name=...) that is not a string literal")
+            scope = str(value.evaluated_value)
+        summaries = {"loss", "learning_rate", "global_gradient_norm"}
+        if not none("summaries"):
+            value = args["summaries"]
+            if not isinstance(value, (cst.List, cst.Tuple)) or not all(
+                isinstance(e.value, cst.SimpleString) for e in value.elements
+            ):
+                raise _Refusal("optimize_loss(summaries=...) that is not a literal list")
+            summaries = {str(e.value.evaluated_value) for e in value.elements}  # type: ignore[attr-defined]
+            if summaries & {"gradients", "gradient_norm"}:
+                raise _Refusal(
+                    "optimize_loss(summaries=[...]) with per-variable gradient summaries "
+                    "(gradients, gradient_norm); write them by hand"
+                )
+        step = (
+            f"{tf('compat.v1.train.get_global_step')}()"
+            if none("global_step")
+            else code(args["global_step"])
+        )
+        lines: list[str] = []
+        lr: str | None = None
+        if not none("learning_rate"):
+            value = args["learning_rate"]
+            if isinstance(value, cst.Integer):
+                raise _Refusal("optimize_loss(learning_rate=<int>) raises in TensorFlow")
+            lr = code(value)
+            if not none("learning_rate_decay_fn"):
+                lr_name = fresh("learning_rate")
+                decay = code(args["learning_rate_decay_fn"])
+                if isinstance(args["learning_rate_decay_fn"], cst.Lambda):
+                    decay_name = fresh("learning_rate_decay_fn")
+                    lines.append(f"{decay_name} = {decay}")
+                    decay = decay_name
+                lines.append(
+                    f"{lr_name} = {decay}("
+                    f"{tf('convert_to_tensor')}({lr}, dtype={tf('float32')}), {step})"
+                )
+                lr = lr_name
+                if "learning_rate" in summaries:
+                    lines.append(f'{tf("compat.v1.summary.scalar")}("{scope}/learning_rate", {lr})')
+        optimizer = args["optimizer"]
+        opt = fresh("optimizer")
+        forced: str | None = None
+        classes = {"Adagrad": "AdagradOptimizer", "Adam": "AdamOptimizer",
+                   "Ftrl": "FtrlOptimizer", "RMSProp": "RMSPropOptimizer",
+                   "SGD": "GradientDescentOptimizer"}  # fmt: skip
+        if isinstance(optimizer, cst.SimpleString):
+            kind = str(optimizer.evaluated_value)
+            if lr is None:
+                raise _Refusal("optimize_loss with an optimizer name and no learning rate")
+            if kind == "Momentum":
+                lines.append(
+                    f"{opt} = {tf('compat.v1.train.MomentumOptimizer')}({lr}, momentum=0.9)"
+                )
+            elif kind in classes:
+                lines.append(
+                    f"{opt} = {tf('compat.v1.train.' + classes[kind])}(learning_rate={lr})"
+                )
+            else:
+                raise _Refusal(f"optimize_loss(optimizer={kind!r}) is not a TensorFlow name")
+        elif isinstance(optimizer, cst.Call) and self._is_tf1_optimizer(optimizer):
+            lines.append(f"{opt} = {code(optimizer)}")
+        elif isinstance(optimizer, (cst.Name, cst.Attribute)) and (
+            (self.tf_name(optimizer) or "").startswith("train.")
+            and (self.tf_name(optimizer) or "").endswith("Optimizer")
+        ):
+            if lr is None:
+                raise _Refusal("optimize_loss with an optimizer class and no learning rate")
+            lines.append(f"{opt} = {code(optimizer)}(learning_rate={lr})")
+        elif isinstance(optimizer, cst.Lambda):
+            fn_name = fresh("optimizer_fn")
+            lines.append(f"{fn_name} = {code(optimizer)}")
+            lines.append(f"{opt} = {fn_name}({lr if lr is not None else ''})")
+            forced = opt
+        else:
+            raise _Refusal(
+                "optimize_loss(optimizer=...) is neither a name, a TF1 optimizer class or "
+                "instance, nor a lambda: est2tpu cannot tell which it is; create the optimizer "
+                "by hand and wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
+                "params['use_tpu']"
+            )
+        loss = fresh("loss_with_updates")
+        updates = fresh("update_ops")
+        grads = fresh("gradients")
+        if none("update_ops"):
+            lines.append(
+                f"{updates} = {tf('compat.v1.get_collection')}"
+                f"({tf('compat.v1.GraphKeys')}.UPDATE_OPS)"
+            )
+        else:
+            lines.append(f"{updates} = {code(args['update_ops'])}")
+        lines.append(f"with {tf('control_dependencies')}({updates}):")
+        lines.append(f"    {loss} = {tf('identity')}({code(args['loss'])})")
+        lines.append(f"{grads} = {opt}.compute_gradients({loss})")
+        norm = f"{tf('linalg.global_norm')}([g for g, _ in {grads}])"
+        scalar = tf("compat.v1.summary.scalar")
+        if "global_gradient_norm" in summaries:
+            lines.append(f'{scalar}("{scope}/global_norm/gradient_norm", {norm})')
+        clip = args.get("clip_gradients")
+        if not none("clip_gradients"):
+            assert clip is not None
+            if isinstance(clip, cst.Float):
+                clipped = fresh("clipped_gradients")
+                lines.append(
+                    f"{clipped}, _ = {tf('clip_by_global_norm')}([g for g, _ in {grads}], "
+                    f"{code(clip)})"
+                )
+                lines.append(f"{grads} = list(zip({clipped}, [v for _, v in {grads}]))")
+            elif isinstance(clip, cst.Lambda):
+                lines.append(f"{grads} = ({code(clip)})({grads})")
+            else:
+                raise _Refusal(
+                    "optimize_loss(clip_gradients=...) is neither a float literal nor a "
+                    "lambda: est2tpu cannot tell how TensorFlow would clip"
+                )
+        if "loss" in summaries:
+            lines.append(f'{scalar}("{scope}/loss", {loss})')
+        if not none("clip_gradients") and "global_gradient_norm" in summaries:
+            lines.append(f'{scalar}("{scope}/global_norm/clipped_gradient_norm", {norm})')
+        updated = fresh("grad_updates")
+        lines.append(f"{updated} = {opt}.apply_gradients({grads}, global_step={step})")
+        lines.append(f"with {tf('control_dependencies')}([{updated}]):")
+        lines.append(f"    {target.value} = {tf('identity')}({loss})")
+        module = cst.parse_module("\n".join(lines) + "\n")
+        return list(module.body), forced
 
     def _split_inline(self, fn: cst.FunctionDef) -> cst.FunctionDef:
         """`train_op = tf.train.XOptimizer(...).minimize(...)` as a whole statement becomes
@@ -256,6 +511,10 @@ class CrossShardOptimizer(Rule):
             ]
         )
         return cst.If(test=test, body=cst.IndentedBlock([assign]))
+
+
+class _Refusal(Exception):
+    """Why an optimize_loss call is left as it is."""
 
 
 _CROSS_SHARD = frozenset({"tpu.CrossShardOptimizer", "contrib.tpu.CrossShardOptimizer"})
