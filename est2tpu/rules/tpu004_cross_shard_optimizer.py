@@ -315,17 +315,21 @@ class CrossShardOptimizer(Rule):
         if "global_gradient_norm" in summaries:
             lines.append(f'{scalar}("{scope}/global_norm/gradient_norm", {norm})')
         clip = args.get("clip_gradients")
+        applied = grads
         if not none("clip_gradients"):
             assert clip is not None
+            # A name of its own for the clipped pairs: each name bound once keeps the
+            # summaries below movable to host_call (TPU009).
+            applied = fresh("clipped_gradients")
             if isinstance(clip, cst.Float):
-                clipped = fresh("clipped_gradients")
+                norms = fresh("clipped")
                 lines.append(
-                    f"{clipped}, _ = {tf('clip_by_global_norm')}([g for g, _ in {grads}], "
+                    f"{norms}, _ = {tf('clip_by_global_norm')}([g for g, _ in {grads}], "
                     f"{code(clip)})"
                 )
-                lines.append(f"{grads} = list(zip({clipped}, [v for _, v in {grads}]))")
+                lines.append(f"{applied} = list(zip({norms}, [v for _, v in {grads}]))")
             elif isinstance(clip, cst.Lambda):
-                lines.append(f"{grads} = ({code(clip)})({grads})")
+                lines.append(f"{applied} = ({code(clip)})({grads})")
             else:
                 raise _Refusal(
                     "optimize_loss(clip_gradients=...) is neither a float literal nor a "
@@ -334,9 +338,10 @@ class CrossShardOptimizer(Rule):
         if "loss" in summaries:
             lines.append(f'{scalar}("{scope}/loss", {loss})')
         if not none("clip_gradients") and "global_gradient_norm" in summaries:
-            lines.append(f'{scalar}("{scope}/global_norm/clipped_gradient_norm", {norm})')
+            clipped_norm = f"{tf('linalg.global_norm')}([g for g, _ in {applied}])"
+            lines.append(f'{scalar}("{scope}/global_norm/clipped_gradient_norm", {clipped_norm})')
         updated = fresh("grad_updates")
-        lines.append(f"{updated} = {opt}.apply_gradients({grads}, global_step={step})")
+        lines.append(f"{updated} = {opt}.apply_gradients({applied}, global_step={step})")
         lines.append(f"with {tf('control_dependencies')}([{updated}]):")
         lines.append(f"    {target.value} = {tf('identity')}({loss})")
         module = cst.parse_module("\n".join(lines) + "\n")
