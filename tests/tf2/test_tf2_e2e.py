@@ -40,6 +40,7 @@ MORE_PROJECTS = (
     "train_and_evaluate_exporter",
     "eval_metrics_branches",
     "optimizer_branches",
+    "class_form_layers",
 )
 # name -> environment of the migrated program
 STRATEGIES: dict[str, dict[str, str]] = {
