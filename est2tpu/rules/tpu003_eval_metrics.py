@@ -605,6 +605,21 @@ def _only_fills(stmt: cst.BaseCompoundStatement, var: str) -> bool:
     return all(id(n) in in_sets for n in reads)
 
 
+def _header_reads(stmt: cst.BaseStatement, var: str) -> bool:
+    """`stmt` reads `var` outside the simple statements of its blocks (a loop's iterable,
+    an if's test, a with item): those reads are seen by no other check."""
+    total = sum(n.value == var for n in free_names(stmt))
+    inner: list[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            inner.append(node)
+            return False
+
+    walk(stmt, V())
+    return total > sum(n.value == var for st in inner for n in free_names(st))
+
+
 def _blocks_in(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
     out: list[cst.IndentedBlock] = []
 
@@ -646,6 +661,10 @@ def _defining_statements(
             if not isinstance(stmt, cst.SimpleStatementLine):
                 if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
                     found.append((block, i, "set"))
+                elif _header_reads(stmt, var):
+                    # `for name, op in var.items():` (a summary per metric): the loop would
+                    # iterate over (metric_fn, tensors)
+                    other_reads += 1
                 continue
             kind = _statement_kind(stmt, var, helper)
             if kind == "none":
