@@ -25,6 +25,17 @@ MAX_PASSES = 4
 # 5,000-term `a+a+...` takes 11 s). Real code stays far below: the deepest module in a
 # 2,500-file virtualenv is a generated data table at 87.
 MAX_NESTING = 100
+# A rule's RecursionError is blamed on the code's nesting only when it nests at least this
+# deep; below, the rule recursed without end (a bug) and says so with its ID.
+DEEP_FOR_RULES = 75
+
+
+class _RuleRecursion(Exception):
+    """A rule's visit ran out of stack (RecursionError), with the rule's ID."""
+
+    def __init__(self, rule_id: str) -> None:
+        super().__init__(rule_id)
+        self.rule_id = rule_id
 
 
 def is_selected(
@@ -100,16 +111,37 @@ def _check_nesting(text: str) -> None:
         return
     except (ValueError, MemoryError):
         return
+    deepest, depth = _deepest(tree, MAX_NESTING)
+    if depth > MAX_NESTING:
+        line = getattr(deepest, "lineno", None)
+        where = f" at line {line}" if line is not None else ""
+        raise MigrationError(
+            f"cannot parse: code nested more than {MAX_NESTING} levels deep{where}"
+        )
+
+
+def _deepest(tree: ast.AST, limit: int) -> tuple[ast.AST, int]:
+    """The first node found deeper than `limit`, or the deepest node, with its depth
+    (iteratively: the point is not to recurse)."""
+    best: tuple[ast.AST, int] = (tree, 1)
     stack: list[tuple[ast.AST, int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
-        if depth > MAX_NESTING:
-            line = getattr(node, "lineno", None)
-            where = f" at line {line}" if line is not None else ""
-            raise MigrationError(
-                f"cannot parse: code nested more than {MAX_NESTING} levels deep{where}"
-            )
+        if depth > best[1]:
+            best = (node, depth)
+            if depth > limit:
+                break
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return best
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply `text` nests, counted as MAX_NESTING counts (0 when Python cannot parse it)."""
+    try:
+        tree = compile(text, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return 0
+    return _deepest(tree, MAX_NESTING)[1]
 
 
 def _syntax_reason(text: str, exc: cst.ParserSyntaxError) -> str:
@@ -154,8 +186,19 @@ def transform(
             use_runtime=use_runtime,
             original_text=original_text,
         )
+    except _RuleRecursion as exc:
+        depth = nesting_depth(original_text if original_text is not None else module.code)
+        if depth >= DEEP_FOR_RULES:
+            # Deep nesting below MAX_NESTING can still exhaust the stack in a rule's visitor.
+            raise MigrationError(
+                f"cannot migrate: code nested too deeply for the rules ({depth} levels)"
+            ) from None
+        raise MigrationError(
+            f"internal error: {exc.rule_id} recursed without end (RecursionError; the code "
+            f"nests only {depth} levels deep)"
+        ) from None
     except RecursionError:
-        # Deep nesting below MAX_NESTING can still exhaust the stack in a rule's visitor.
+        # Outside the rules: LibCST's own code generation or import walk.
         raise MigrationError("cannot migrate: code nested too deeply for the rules") from None
 
 
@@ -204,8 +247,11 @@ def _transform(
             if rule_cls.PRUNE and not rule.statements(seen):
                 continue  # nothing in this tree the rule acts on
             had = len(state.findings)
-            module = seen.visit(rule)
-            rule.flush(seen)
+            try:
+                module = seen.visit(rule)
+                rule.flush(seen)
+            except RecursionError:
+                raise _RuleRecursion(rule_cls.ID) from None
             if module is not seen and len(state.findings) != had:
                 # A finding on code its own rule replaced in the same visit is a caveat of
                 # that rewrite (TPU007: converted, the batch size left to the user), never
@@ -235,8 +281,11 @@ def _transform(
             continue
         state.current = module
         rule = rule_cls(CodemodContext(filename=path), state)
-        walk(module, _ReadOnly(rule))
-        rule.flush(module)
+        try:
+            walk(module, _ReadOnly(rule))
+            rule.flush(module)
+        except RecursionError:
+            raise _RuleRecursion(rule_cls.ID) from None
     state.current = None
     state.code_of = None
     new_text = code_of(module)

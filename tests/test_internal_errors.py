@@ -120,6 +120,37 @@ def test_rule_that_never_converges_fails_only_its_file(
     assert_only_boom_failed(code, stderr, files, "internal error: the rules did not converge")
 
 
+def test_rule_that_recurses_without_end_is_an_internal_error_with_its_id(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18.6: a rule's runaway recursion on shallow code is a bug of that rule, not
+    "nested too deeply"."""
+
+    def forever(self: Any, original: Any, updated: Any) -> Any:
+        return forever(self, original, updated)
+
+    on_boom(monkeypatch, "leave_Call", forever)
+    code, stderr, files = run(tree)
+    assert_only_boom_failed(code, stderr, files, "internal error: TPU006 recursed without end")
+    assert "nested too deeply" not in stderr
+
+
+def test_recursion_on_deeply_nested_code_is_blamed_on_the_nesting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def forever(self: Any, original: Any, updated: Any) -> Any:
+        return forever(self, original, updated)
+
+    on_boom(monkeypatch, "leave_Call", forever)
+    deep = "x = " + "[" * 80 + "]" * 80 + "\n"
+    result = api.migrate_source(GOOD + deep, path="boom.py")
+    assert result.status is Status.FAILED
+    assert result.error is not None
+    assert result.error.startswith("cannot migrate: code nested too deeply for the rules (8")
+    result = api.migrate_source(GOOD, path="boom.py")
+    assert result.error is not None and result.error.startswith("internal error: TPU006")
+
+
 def test_migrate_source_reports_internal_error_and_keeps_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -89,6 +89,13 @@ MAPPINGS: tuple[Mapping, ...] = (
         "average_pooling2d flatten",
         plain_is_tf1=True,
     ),
+    # The class forms (issue 18.5): the facade's classes take the same arguments.
+    *_same(
+        "layers",
+        "Dense BatchNormalization Dropout Conv1D Conv2D MaxPooling1D MaxPooling2D "
+        "AveragePooling2D Flatten",
+        plain_is_tf1=True,
+    ),
     *_same(
         "losses",
         "absolute_difference compute_weighted_loss cosine_distance hinge_loss huber_loss "

@@ -8,18 +8,34 @@ they read; Python values (params, mode, literals) stay closed over.
 
 from __future__ import annotations
 
+import collections
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
-from est2tpu.cstutil import assigned_names, free_names, iter_calls, kwarg, unique_name, walk
+from est2tpu.cstutil import (
+    assigned_names,
+    free_names,
+    iter_calls,
+    kwarg,
+    unique_name,
+    walk,
+)
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
 SPECS = frozenset({"estimator.EstimatorSpec"})
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
+# What builds a metric (a (value, update_op) pair): it runs on the host, inside metric_fn.
+METRIC_PREFIXES = (
+    "metrics.",
+    "compat.v1.metrics.",
+    "keras.metrics.",
+    "contrib.metrics.",
+    "estimator.metrics.",
+)
 
 
 class Refusal(Exception):
@@ -54,8 +70,17 @@ class EvalMetrics(Rule):
         try:
             values = {id(s): kwarg(s, "eval_metric_ops").value for s in specs}  # type: ignore[union-attr]
             names = {dotted(v) for v in values.values() if isinstance(v, cst.Name)} - {"None"}
-            inline = [s for s in specs if isinstance(values[id(s)], cst.Dict)]
-            other = [s for s in specs if not isinstance(values[id(s)], (cst.Dict, cst.Name))]
+            inline = [
+                s
+                for s in specs
+                if isinstance(values[id(s)], cst.Dict) or self._helper(values[id(s)])
+            ]
+            other = [
+                s
+                for s in specs
+                if not isinstance(values[id(s)], (cst.Dict, cst.Name))
+                and not self._helper(values[id(s)])
+            ]
             if other:
                 raise Refusal(
                     "eval_metric_ops comes from an expression (a helper call?) whose metrics "
@@ -75,15 +100,112 @@ class EvalMetrics(Rule):
 
     # -- atoms ----------------------------------------------------------------------------
 
-    def _atoms(
+    def _gather(
         self, fn: cst.FunctionDef, exprs: Sequence[cst.CSTNode], own: str | None
+    ) -> tuple[list[Atom], list[cst.SimpleStatementLine]]:
+        """The atoms `exprs` read, and the statements building the metrics they read from
+        locals (`accuracy = tf.compat.v1.metrics.accuracy(...)` before the dict): those are
+        copied into metric_fn, whose atoms then include what they read."""
+        locals_ = assigned_names(fn)
+        stmts: list[cst.SimpleStatementLine] = []
+        metric_names: set[str] = set()
+        pending = list(exprs)
+        while pending:
+            expr = pending.pop()
+            for read in free_names(expr):
+                name = read.value
+                if name in metric_names or name == own or name not in locals_:
+                    continue
+                stmt = self._metric_statement(fn, name, locals_)
+                if stmt is None:
+                    continue
+                metric_names.update(_assigned_in(stmt))
+                stmts.append(stmt)
+                pending.append(stmt)
+        stmts.sort(key=lambda st: _position(fn, st))
+        return self._atoms(fn, [*stmts, *exprs], own, metric_names), stmts
+
+    def _helper(self, value: cst.BaseExpression | None) -> bool:
+        """A call of the project's own function (`get_metrics(labels, logits)`, also from
+        another module): it returns the metrics dict, so the call itself moves into
+        metric_fn, with the tensors it is given."""
+        return (
+            isinstance(value, cst.Call)
+            and dotted(value.func) is not None
+            and self.tf_name(value.func) is None
+            and dotted(value.func) not in ("dict", "None")
+            and not (self.state.imports.qualify(value.func) or "").startswith(
+                ("tensorflow", "tf_keras", "keras")
+            )
+        )
+
+    def _is_metric(self, value: cst.BaseExpression | None) -> bool:
+        return isinstance(value, cst.Call) and (self.tf_name(value.func) or "").startswith(
+            METRIC_PREFIXES
+        )
+
+    def _metric_statement(
+        self,
+        fn: cst.FunctionDef,
+        name: str,
+        locals_: dict[str, list[cst.BaseExpression | None]],
+    ) -> cst.SimpleStatementLine | None:
+        """`name = <metric>(...)` or `name, op = <metric>(...)`, the one binding of `name`,
+        whose inputs are bound once (so they hold the same tensors where the dict is)."""
+        found: list[cst.SimpleStatementLine] = []
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                if (
+                    len(node.body) == 1
+                    and isinstance(node.body[0], cst.Assign)
+                    and name in _assigned_in(node)
+                ):
+                    found.append(node)
+
+        walk(fn, V())
+        if len(found) != 1 or len(locals_.get(name, ())) != 1:
+            if any(self._is_metric(v) for v in locals_.get(name, ())):
+                raise Refusal(
+                    f"`{name}` holds a metric and is assigned more than once; build it "
+                    "inside metric_fn by hand"
+                )
+            return None
+        assign = found[0].body[0]
+        assert isinstance(assign, cst.Assign)
+        if len(assign.targets) != 1 or not self._is_metric(assign.value):
+            return None
+        for read in free_names(assign.value):
+            if read.value in locals_ and len(locals_[read.value]) > 1:
+                raise Refusal(
+                    f"the metric `{name}` reads `{read.value}`, which is assigned more than "
+                    "once; build the metric inside metric_fn by hand"
+                )
+        return found[0]
+
+    def _atoms(
+        self,
+        fn: cst.FunctionDef,
+        exprs: Sequence[cst.CSTNode],
+        own: str | None,
+        skip: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> list[Atom]:
         locals_ = assigned_names(fn)
         reads: dict[str, list[cst.Name]] = {}
         for expr in exprs:
             for read in free_names(expr):
-                if read.value in locals_ and read.value != own:
+                if read.value in locals_ and read.value != own and read.value not in skip:
                     reads.setdefault(read.value, []).append(read)
+        # Names the moved statements bind themselves (a loop's variable, a temporary in
+        # it) are computed inside metric_fn, not passed to it.
+        inner: collections.Counter[str] = collections.Counter()
+        for expr in exprs:
+            inner.update(_bindings(expr))
+        for name in [n for n in reads if inner[n] and inner[n] >= len(locals_[n])]:
+            del reads[name]
         subscripted = _subscripts(exprs)
         atoms: list[Atom] = []
         used_params: set[str] = set()
@@ -91,13 +213,7 @@ class EvalMetrics(Rule):
             if name in NOT_TENSORS or self._python_value(locals_[name]):
                 continue
             values = locals_[name]
-            if any(
-                isinstance(v, cst.Call)
-                and (self.tf_name(v.func) or "").startswith(
-                    ("metrics.", "compat.v1.metrics.", "keras.metrics.")
-                )
-                for v in values
-            ):
+            if any(self._is_metric(v) for v in values):
                 raise Refusal(
                     f"`{name}` holds a metric built outside the dict; build it inside "
                     "metric_fn by hand"
@@ -171,12 +287,16 @@ class EvalMetrics(Rule):
         arg = kwarg(spec, "eval_metric_ops")
         assert arg is not None
         metrics = arg.value
-        assert isinstance(metrics, cst.Dict)
-        if any(not isinstance(e, cst.DictElement) for e in metrics.elements):
+        if isinstance(metrics, cst.Dict) and any(
+            not isinstance(e, cst.DictElement) for e in metrics.elements
+        ):
             raise Refusal("eval_metric_ops uses **unpacking; lift the metrics by hand")
-        atoms = self._atoms(fn, [metrics], None)
-        moved = _dedent_continuations(metrics)
-        metric_fn = self._metric_fn(fn, atoms, [cst.SimpleStatementLine([cst.Return(moved)])])
+        atoms, built = self._gather(fn, [metrics], None)
+        unused = _used_only_by(fn, built, [metrics])
+        moved = _dedent_continuations(metrics) if isinstance(metrics, cst.Dict) else metrics
+        metric_fn = self._metric_fn(
+            fn, atoms, [*_copies(built), cst.SimpleStatementLine([cst.Return(moved)])]
+        )
         value = cst.Tuple(
             [cst.Element(cst.Name(metric_fn.name.value)), cst.Element(self._tensor_list(atoms))]
         )
@@ -186,15 +306,18 @@ class EvalMetrics(Rule):
                 for a in spec.args
             ]
         )
-        return _insert_before_statement(fn, spec, metric_fn, new_spec)
+        return _remove(_insert_before_statement(fn, spec, metric_fn, new_spec), unused)
 
     # -- eval_metric_ops=m, m built in statements ----------------------------------------
 
     def _lift_variable(self, fn: cst.FunctionDef, var: str) -> cst.FunctionDef:
-        block, indices = _defining_statements(fn, var)
+        block, indices = _defining_statements(fn, var, self._helper)
         statements = [block.body[i] for i in indices]
         between = [block.body[i] for i in range(indices[0], indices[-1] + 1) if i not in indices]
-        atoms = self._atoms(fn, statements, var)
+        atoms, built = self._gather(fn, statements, var)
+        if any(b in statements for b in built):
+            raise Refusal(f"a metric is built while `{var}` is being built; lift it by hand")
+        unused = _used_only_by(fn, built, statements)
         bases = {_base_name(a.expr) for a in atoms}
         for stmt in between:
             if bases & set(_assigned_in(stmt)):
@@ -205,7 +328,11 @@ class EvalMetrics(Rule):
         metric_fn = self._metric_fn(
             fn,
             atoms,
-            [*statements, cst.SimpleStatementLine([cst.Return(cst.Name(var))])],
+            [
+                *_copies(built),
+                *statements,
+                cst.SimpleStatementLine([cst.Return(cst.Name(var))]),
+            ],
         )
         assign = cst.SimpleStatementLine(
             [
@@ -235,7 +362,68 @@ class EvalMetrics(Rule):
         new_block = block.with_changes(body=new_body)
         result = fn.deep_replace(block, new_block)
         assert isinstance(result, cst.FunctionDef)
-        return result
+        return _remove(result, unused)
+
+
+def _position(fn: cst.FunctionDef, stmt: cst.CSTNode) -> int:
+    order: list[cst.CSTNode] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            order.append(node)
+
+    walk(fn, V())
+    return next(i for i, n in enumerate(order) if n is stmt)
+
+
+def _copies(stmts: Sequence[cst.SimpleStatementLine]) -> list[cst.SimpleStatementLine]:
+    return [st.with_changes(leading_lines=()) for st in stmts]
+
+
+def _used_only_by(
+    fn: cst.FunctionDef,
+    built: Sequence[cst.SimpleStatementLine],
+    users: Sequence[cst.CSTNode],
+) -> list[cst.SimpleStatementLine]:
+    """The metric statements of `built` whose names nothing but `users` (the metrics moving
+    into metric_fn) and the other metric statements read: they move instead of being copied.
+    One still read elsewhere (a training summary of its update op) stays as well."""
+    inside = {id(n) for node in [*built, *users] for n in free_names(node)}
+    out = []
+    for stmt in built:
+        names = set(_assigned_in(stmt))
+        elsewhere = [n for n in free_names(fn.body) if n.value in names and id(n) not in inside]
+        if not elsewhere:
+            out.append(stmt)
+    return out
+
+
+def _remove(fn: cst.FunctionDef, stmts: Sequence[cst.SimpleStatementLine]) -> cst.FunctionDef:
+    if not stmts:
+        return fn
+    # By shape: LibCST rebuilds the nodes it visits, so the lift's output shares no
+    # identity with the statements found before it (each binds its names once, so the
+    # shape is unique outside metric_fn, which this does not enter).
+
+    class T(cst.CSTTransformer):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def leave_IndentedBlock(
+            self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+        ) -> cst.IndentedBlock:
+            kept = [
+                new
+                for old, new in zip(original_node.body, updated_node.body)
+                if not any(old.deep_equals(st) for st in stmts)
+            ]
+            if len(kept) == len(updated_node.body):
+                return updated_node
+            return updated_node.with_changes(body=kept or [cst.SimpleStatementLine([cst.Pass()])])
+
+    result = fn.visit(T())
+    assert isinstance(result, cst.FunctionDef)
+    return result
 
 
 def _rename_kwargs(fn: cst.FunctionDef, rule: EvalMetrics) -> cst.FunctionDef:
@@ -341,14 +529,109 @@ def _assigned_in(stmt: cst.CSTNode) -> list[str]:
 
     class V(cst.CSTVisitor):
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            if isinstance(node.target, cst.Name):
-                out.append(node.target.value)
+            out.extend(_target_names(node.target))
 
     walk(stmt, V())
     return out
 
 
-def _defining_statements(fn: cst.FunctionDef, var: str) -> tuple[cst.IndentedBlock, list[int]]:
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _bindings(node: cst.CSTNode) -> collections.Counter[str]:
+    """How often each name is bound in `node`, counted as `assigned_names` counts."""
+    out: collections.Counter[str] = collections.Counter()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            out[n.name.value] += 1
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            out.update(_target_names(n.target))
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            out.update(_target_names(n.target))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            out.update(_target_names(n.target))
+
+        def visit_For(self, n: cst.For) -> None:
+            out.update(_target_names(n.target))
+
+        def visit_WithItem(self, n: cst.WithItem) -> None:
+            if n.asname is not None:
+                out.update(_target_names(n.asname.name))
+
+    walk(node, V())
+    return out
+
+
+def _only_fills(stmt: cst.BaseCompoundStatement, var: str) -> bool:
+    """`stmt` reads `var` only to set its items (`var[k] = ...`, `var.update(...)`)."""
+    reads = [n for n in free_names(stmt) if n.value == var]
+    if not reads:
+        return False
+    sets: list[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            if _statement_kind(node, var) == "set":
+                sets.append(node)
+
+    walk(stmt, V())
+    in_sets = {id(n) for st in sets for n in free_names(st) if n.value == var}
+    # a set's value must not read the dict either (`var[k] = var[j]`)
+    for st in sets:
+        small = st.body[0]
+        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        if value is not None and any(n.value == var for n in free_names(value)):
+            return False
+    return all(id(n) in in_sets for n in reads)
+
+
+def _header_reads(stmt: cst.BaseStatement, var: str) -> bool:
+    """`stmt` reads `var` outside the simple statements of its blocks (a loop's iterable,
+    an if's test, a with item): those reads are seen by no other check."""
+    total = sum(n.value == var for n in free_names(stmt))
+    inner: list[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            inner.append(node)
+            return False
+
+    walk(stmt, V())
+    return total > sum(n.value == var for st in inner for n in free_names(st))
+
+
+def _blocks_in(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
+    out: list[cst.IndentedBlock] = []
+
+    class V(cst.CSTVisitor):
+        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+            out.append(node)
+
+    walk(stmt, V())
+    return out
+
+
+def _defining_statements(
+    fn: cst.FunctionDef, var: str, helper: Callable[[cst.BaseExpression], bool]
+) -> tuple[cst.IndentedBlock, list[int]]:
     """The block and indices of `var = {...}` and the `var[k] = ...`/`var.update` after it."""
     blocks: list[cst.IndentedBlock] = []
 
@@ -362,11 +645,28 @@ def _defining_statements(fn: cst.FunctionDef, var: str) -> tuple[cst.IndentedBlo
     walk(fn, V())
     found: list[tuple[cst.IndentedBlock, int, str]] = []
     other_reads = 0
+    # Blocks inside a loop (or if/with) that only fills the dict (`for k in keys:
+    # metrics[k] = ...`): the whole statement is one step of building it.
+    inside_fills: set[int] = set()
     for block in blocks:
+        for stmt in block.body:
+            if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
+                inside_fills.update(id(b) for b in _blocks_in(stmt))
+    for block in blocks:
+        if id(block) in inside_fills:
+            continue
         for i, stmt in enumerate(block.body):
             if not isinstance(stmt, cst.SimpleStatementLine):
+                if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
+                    found.append((block, i, "set"))
+                elif _header_reads(stmt, var):
+                    # `for name, op in var.items():` (a summary per metric): the loop would
+                    # iterate over (metric_fn, tensors)
+                    other_reads += 1
                 continue
-            kind = _statement_kind(stmt, var)
+            kind = _statement_kind(stmt, var, helper)
+            if kind == "none":
+                continue  # `var = None`: what the spec gets in the modes without metrics
             if kind is not None:
                 found.append((block, i, kind))
             elif any(n.value == var for n in free_names(stmt)) and not _only_spec_use(stmt, var):
@@ -396,7 +696,11 @@ def _only_spec_use(stmt: cst.SimpleStatementLine, var: str) -> bool:
     return uses == len(reads)
 
 
-def _statement_kind(stmt: cst.SimpleStatementLine, var: str) -> str | None:
+def _statement_kind(
+    stmt: cst.SimpleStatementLine,
+    var: str,
+    helper: Callable[[cst.BaseExpression], bool] | None = None,
+) -> str | None:
     if len(stmt.body) != 1:
         return None
     small = stmt.body[0]
@@ -407,6 +711,10 @@ def _statement_kind(stmt: cst.SimpleStatementLine, var: str) -> str | None:
             if isinstance(value, cst.Dict) or (
                 isinstance(value, cst.Call) and dotted(value.func) == "dict"
             ):
+                return "init"
+            if isinstance(value, cst.Name) and value.value == "None":
+                return "none"
+            if helper is not None and helper(value):
                 return "init"
             return "reassign"
         if isinstance(target, cst.Subscript) and dotted(target.value) == var:

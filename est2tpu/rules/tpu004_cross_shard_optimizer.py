@@ -18,6 +18,11 @@ class CrossShardOptimizer(Rule):
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_model_fn(state)
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        # id(statement after which the branches assigning an optimizer join) -> its name
+        self.joins: dict[int, str] = {}
+
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
@@ -27,18 +32,14 @@ class CrossShardOptimizer(Rule):
         if split is not updated_node:
             self.record(original_node, "optimizer created and used in one expression: split")
             updated_node = split
+        expanded, forced = self._expand_optimize_loss(original_node, updated_node)
+        if expanded is not updated_node:
+            self.record(original_node, "optimize_loss -> an explicit optimizer")
+            updated_node = expanded
         used = self._optimizer_receivers(updated_node)
         splittable = _whole_statement_values(original_node)
         for call in iter_calls(original_node):
-            name = self.tf_name(call.func) or ""
-            if name in ("contrib.layers.optimize_loss", "layers.optimize_loss"):
-                self.refuse(
-                    call,
-                    "tf.contrib.layers.optimize_loss cannot be wrapped for TPU; create the "
-                    "optimizer, wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
-                    "params['use_tpu'], and call optimizer.minimize(loss, global_step)",
-                )
-            elif (
+            if (
                 isinstance(call.func, cst.Attribute)
                 and call.func.attr.value in OPTIMIZER_METHODS
                 and isinstance(call.func.value, cst.Call)
@@ -50,7 +51,7 @@ class CrossShardOptimizer(Rule):
                     "the optimizer is created and used in one expression; assign it to a "
                     "variable so it can be wrapped in CrossShardOptimizer on TPU",
                 )
-        targets = self._wrappable(updated_node, used, original_node)
+        targets = self._wrappable(updated_node, used, original_node) | forced
         if not targets:
             return updated_node
         locals_ = assigned_names(updated_node)
@@ -65,9 +66,284 @@ class CrossShardOptimizer(Rule):
             updated_node = add_param(updated_node, "params")
         body = updated_node.body
         assert isinstance(body, cst.IndentedBlock)
-        new_body = body.with_changes(body=self._insert(body.body, targets))
+        test: cst.BaseExpression = cst.parse_expression('params["use_tpu"]')
+        statements = list(body.body)
+        if len(locals_.get("params", ())) > 1:
+            # `params = {...}` / `params = params or {}` in the model_fn: the rebound dict
+            # has no "use_tpu" (KeyError at training), so it is read before the rebinding,
+            # first thing in the body, where `params` is still TPUEstimator's.
+            flag = unique_name("use_tpu", set(locals_))
+            read = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(flag))], test)])
+            at = 1 if statements and _is_docstring(statements[0]) else 0
+            statements.insert(at, read)
+            test = cst.Name(flag)
+        new_body = body.with_changes(body=self._insert(statements, targets, test))
         self.record(original_node, "optimizer wrapped in CrossShardOptimizer on TPU")
         return updated_node.with_changes(body=new_body)
+
+    def _expand_optimize_loss(
+        self, original: cst.FunctionDef, fn: cst.FunctionDef
+    ) -> tuple[cst.FunctionDef, set[str]]:
+        """`train_op = tf.contrib.layers.optimize_loss(...)` -> the statements TF 1.15's
+        contrib/layers/python/layers/optimizers.py runs: the optimizer (by name, class,
+        instance or callable), the learning-rate decay, the UPDATE_OPS dependency, the
+        gradients clipped by global norm, apply_gradients, and its default summaries under
+        the OptimizeLoss scope's tags. The optimizer is then wrapped like any other (the
+        names in the second value are wrapped whatever builds them)."""
+        plans: list[tuple[cst.SimpleStatementLine, list[cst.BaseStatement], str | None]] = []
+        taken = set(assigned_names(fn))
+        handled: set[int] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is original
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                stmts.append(node)
+
+        stmts: list[cst.SimpleStatementLine] = []
+        walk(original, V())
+        calls = [
+            c
+            for c in iter_calls(original)
+            if (self.tf_name(c.func) or "")
+            in ("contrib.layers.optimize_loss", "layers.optimize_loss")
+        ]
+        if not calls:
+            return fn, set()
+        for stmt in stmts:
+            small = stmt.body[0] if len(stmt.body) == 1 else None
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Call)
+                and small.value in calls
+            ):
+                continue
+            handled.add(id(small.value))
+            if len(calls) > 1:
+                self.refuse(
+                    small.value,
+                    "optimize_loss is called more than once in this model_fn (scopes "
+                    "OptimizeLoss, OptimizeLoss_1, ...); create each optimizer by hand and wrap "
+                    "it in tf.compat.v1.tpu.CrossShardOptimizer when params['use_tpu']",
+                )
+                continue
+            try:
+                new, forced = self._optimize_loss_plan(small.value, small.targets[0].target, taken)
+            except _Refusal as why:
+                self.refuse(small.value, str(why))
+                continue
+            plans.append((stmt, new, forced))
+        for call in calls:
+            if id(call) not in handled:
+                self.refuse(
+                    call,
+                    "optimize_loss is not assigned to a name on a line of its own; write "
+                    "`train_op = tf.contrib.layers.optimize_loss(...)` and re-run",
+                )
+        if not plans:
+            return fn, set()
+
+        class T(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def leave_IndentedBlock(
+                self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+            ) -> cst.IndentedBlock:
+                body: list[cst.BaseStatement] = []
+                for st in updated_node.body:
+                    for old, new, _ in plans:
+                        if st.deep_equals(old):
+                            assert isinstance(st, cst.SimpleStatementLine)
+                            body += [new[0].with_changes(leading_lines=st.leading_lines), *new[1:]]
+                            break
+                    else:
+                        body.append(st)
+                return updated_node.with_changes(body=body)
+
+        result = fn.visit(T())
+        assert isinstance(result, cst.FunctionDef)
+        return result, {f for _, _, f in plans if f is not None}
+
+    def _optimize_loss_plan(
+        self, call: cst.Call, target: cst.Name, taken: set[str]
+    ) -> tuple[list[cst.BaseStatement], str | None]:
+        code = cst.Module([]).code_for_node
+        names = ("loss", "global_step", "learning_rate", "optimizer")
+        args: dict[str, cst.BaseExpression] = {}
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                raise _Refusal("optimize_loss with *args/**kwargs: pass them by keyword")
+            key = (
+                arg.keyword.value
+                if arg.keyword is not None
+                else (names[i] if i < len(names) else "")
+            )
+            if not key:
+                raise _Refusal("optimize_loss with more than four positional arguments")
+            args[key] = arg.value
+        supported = {*names, "clip_gradients", "learning_rate_decay_fn", "update_ops",
+                     "summaries", "name"}  # fmt: skip
+        for key, value in args.items():
+            if key not in supported and not (isinstance(value, cst.Name) and value.value == "None"):
+                raise _Refusal(
+                    f"optimize_loss(..., {key}=...) is not rewritten; create the optimizer by "
+                    "hand and wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
+                    "params['use_tpu']"
+                )
+        if "loss" not in args or "optimizer" not in args:
+            raise _Refusal("optimize_loss without loss or optimizer")
+
+        def tf(name: str) -> str:
+            return code(self.tf(name))
+
+        def none(key: str) -> bool:
+            v = args.get(key)
+            return v is None or (isinstance(v, cst.Name) and v.value == "None")
+
+        def fresh(name: str) -> str:
+            out = unique_name(name, taken)
+            taken.add(out)
+            return out
+
+        scope = "OptimizeLoss"
+        if not none("name"):
+            value = args["name"]
+            if not isinstance(value, cst.SimpleString):
+                raise _Refusal("optimize_loss(name=...) that is not a string literal")
+            scope = str(value.evaluated_value)
+        summaries = {"loss", "learning_rate", "global_gradient_norm"}
+        if not none("summaries"):
+            value = args["summaries"]
+            if not isinstance(value, (cst.List, cst.Tuple)) or not all(
+                isinstance(e.value, cst.SimpleString) for e in value.elements
+            ):
+                raise _Refusal("optimize_loss(summaries=...) that is not a literal list")
+            summaries = {str(e.value.evaluated_value) for e in value.elements}  # type: ignore[attr-defined]
+            if summaries & {"gradients", "gradient_norm"}:
+                raise _Refusal(
+                    "optimize_loss(summaries=[...]) with per-variable gradient summaries "
+                    "(gradients, gradient_norm); write them by hand"
+                )
+        step = (
+            f"{tf('compat.v1.train.get_global_step')}()"
+            if none("global_step")
+            else code(args["global_step"])
+        )
+        lines: list[str] = []
+        lr: str | None = None
+        if not none("learning_rate"):
+            value = args["learning_rate"]
+            if isinstance(value, cst.Integer):
+                raise _Refusal("optimize_loss(learning_rate=<int>) raises in TensorFlow")
+            lr = code(value)
+            if not none("learning_rate_decay_fn"):
+                lr_name = fresh("learning_rate")
+                decay = code(args["learning_rate_decay_fn"])
+                if isinstance(args["learning_rate_decay_fn"], cst.Lambda):
+                    decay_name = fresh("learning_rate_decay_fn")
+                    lines.append(f"{decay_name} = {decay}")
+                    decay = decay_name
+                lines.append(
+                    f"{lr_name} = {decay}("
+                    f"{tf('convert_to_tensor')}({lr}, dtype={tf('float32')}), {step})"
+                )
+                lr = lr_name
+                if "learning_rate" in summaries:
+                    lines.append(f'{tf("compat.v1.summary.scalar")}("{scope}/learning_rate", {lr})')
+        optimizer = args["optimizer"]
+        opt = fresh("optimizer")
+        forced: str | None = None
+        classes = {"Adagrad": "AdagradOptimizer", "Adam": "AdamOptimizer",
+                   "Ftrl": "FtrlOptimizer", "RMSProp": "RMSPropOptimizer",
+                   "SGD": "GradientDescentOptimizer"}  # fmt: skip
+        if isinstance(optimizer, cst.SimpleString):
+            kind = str(optimizer.evaluated_value)
+            if lr is None:
+                raise _Refusal("optimize_loss with an optimizer name and no learning rate")
+            if kind == "Momentum":
+                lines.append(
+                    f"{opt} = {tf('compat.v1.train.MomentumOptimizer')}({lr}, momentum=0.9)"
+                )
+            elif kind in classes:
+                lines.append(
+                    f"{opt} = {tf('compat.v1.train.' + classes[kind])}(learning_rate={lr})"
+                )
+            else:
+                raise _Refusal(f"optimize_loss(optimizer={kind!r}) is not a TensorFlow name")
+        elif isinstance(optimizer, cst.Call) and self._is_tf1_optimizer(optimizer):
+            lines.append(f"{opt} = {code(optimizer)}")
+        elif isinstance(optimizer, (cst.Name, cst.Attribute)) and (
+            (self.tf_name(optimizer) or "").startswith("train.")
+            and (self.tf_name(optimizer) or "").endswith("Optimizer")
+        ):
+            if lr is None:
+                raise _Refusal("optimize_loss with an optimizer class and no learning rate")
+            lines.append(f"{opt} = {code(optimizer)}(learning_rate={lr})")
+        elif isinstance(optimizer, cst.Lambda):
+            fn_name = fresh("optimizer_fn")
+            lines.append(f"{fn_name} = {code(optimizer)}")
+            lines.append(f"{opt} = {fn_name}({lr if lr is not None else ''})")
+            forced = opt
+        else:
+            raise _Refusal(
+                "optimize_loss(optimizer=...) is neither a name, a TF1 optimizer class or "
+                "instance, nor a lambda: est2tpu cannot tell which it is; create the optimizer "
+                "by hand and wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
+                "params['use_tpu']"
+            )
+        loss = fresh("loss_with_updates")
+        updates = fresh("update_ops")
+        grads = fresh("gradients")
+        if none("update_ops"):
+            lines.append(
+                f"{updates} = {tf('compat.v1.get_collection')}"
+                f"({tf('compat.v1.GraphKeys')}.UPDATE_OPS)"
+            )
+        else:
+            lines.append(f"{updates} = {code(args['update_ops'])}")
+        lines.append(f"with {tf('control_dependencies')}({updates}):")
+        lines.append(f"    {loss} = {tf('identity')}({code(args['loss'])})")
+        lines.append(f"{grads} = {opt}.compute_gradients({loss})")
+        norm = f"{tf('linalg.global_norm')}([g for g, _ in {grads}])"
+        scalar = tf("compat.v1.summary.scalar")
+        if "global_gradient_norm" in summaries:
+            lines.append(f'{scalar}("{scope}/global_norm/gradient_norm", {norm})')
+        clip = args.get("clip_gradients")
+        applied = grads
+        if not none("clip_gradients"):
+            assert clip is not None
+            # A name of its own for the clipped pairs: each name bound once keeps the
+            # summaries below movable to host_call (TPU009).
+            applied = fresh("clipped_gradients")
+            if isinstance(clip, cst.Float):
+                norms = fresh("clipped")
+                lines.append(
+                    f"{norms}, _ = {tf('clip_by_global_norm')}([g for g, _ in {grads}], "
+                    f"{code(clip)})"
+                )
+                lines.append(f"{applied} = list(zip({norms}, [v for _, v in {grads}]))")
+            elif isinstance(clip, cst.Lambda):
+                lines.append(f"{applied} = ({code(clip)})({grads})")
+            else:
+                raise _Refusal(
+                    "optimize_loss(clip_gradients=...) is neither a float literal nor a "
+                    "lambda: est2tpu cannot tell how TensorFlow would clip"
+                )
+        if "loss" in summaries:
+            lines.append(f'{scalar}("{scope}/loss", {loss})')
+        if not none("clip_gradients") and "global_gradient_norm" in summaries:
+            clipped_norm = f"{tf('linalg.global_norm')}([g for g, _ in {applied}])"
+            lines.append(f'{scalar}("{scope}/global_norm/clipped_gradient_norm", {clipped_norm})')
+        updated = fresh("grad_updates")
+        lines.append(f"{updated} = {opt}.apply_gradients({applied}, global_step={step})")
+        lines.append(f"with {tf('control_dependencies')}([{updated}]):")
+        lines.append(f"    {target.value} = {tf('identity')}({loss})")
+        module = cst.parse_module("\n".join(lines) + "\n")
+        return list(module.body), forced
 
     def _split_inline(self, fn: cst.FunctionDef) -> cst.FunctionDef:
         """`train_op = tf.train.XOptimizer(...).minimize(...)` as a whole statement becomes
@@ -150,6 +426,15 @@ class CrossShardOptimizer(Rule):
                 continue  # already migrated
             if len(tf1) == 1 and len(values) == 1:
                 out.add(name)
+            elif (
+                tf1
+                and all(isinstance(v, cst.Call) for v in values)
+                and (join := _join_point(fn, name, len(values)))
+            ):
+                # Chosen in if/elif/else (a TF1 optimizer in one branch, maybe a third-party
+                # Optimizer subclass in another): wrapped once, after the branches join.
+                out.add(name)
+                self.joins[id(join)] = name
             elif tf1:
                 self.refuse(
                     anchor,
@@ -159,29 +444,19 @@ class CrossShardOptimizer(Rule):
         return out
 
     def _insert(
-        self, statements: Sequence[cst.BaseStatement], targets: set[str]
+        self,
+        statements: Sequence[cst.BaseStatement],
+        targets: set[str],
+        test: cst.BaseExpression,
     ) -> list[cst.BaseStatement]:
-        out: list[cst.BaseStatement] = []
-        for stmt in statements:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                out.append(stmt)
-                for small in stmt.body:
-                    if (
-                        isinstance(small, cst.Assign)
-                        and len(small.targets) == 1
-                        and isinstance(small.targets[0].target, cst.Name)
-                        and small.targets[0].target.value in targets
-                    ):
-                        out.append(self._wrap(small.targets[0].target.value))
-            elif isinstance(stmt, cst.BaseCompoundStatement):
-                out.append(self._descend(stmt, targets))
-            else:
-                out.append(stmt)
-        return out
+        """The statements with the wrap after each assignment of a target, at any depth
+        below them (not into nested defs and classes).
 
-    def _descend(self, stmt: cst.BaseCompoundStatement, targets: set[str]) -> cst.BaseStatement:
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            return stmt
+        One transformer visits every block once, innermost first, and each block is given
+        only its own assignments: a block must not be handed back to `_insert` after its
+        children were processed, or the inserted `name = CrossShardOptimizer(name)` (an
+        assignment of the target itself) gets wrapped again, without end.
+        """
         rule = self
 
         class Into(cst.CSTTransformer):
@@ -194,13 +469,41 @@ class CrossShardOptimizer(Rule):
             def leave_IndentedBlock(
                 self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
             ) -> cst.IndentedBlock:
-                return updated_node.with_changes(body=rule._insert(updated_node.body, targets))
+                joins = [rule.joins.get(id(st)) for st in original_node.body]
+                return updated_node.with_changes(
+                    body=rule._insert_here(updated_node.body, joins, targets, test)
+                )
 
-        result = stmt.visit(Into())
-        assert isinstance(result, cst.BaseStatement)
-        return result
+        block = cst.IndentedBlock(body=list(statements)).visit(Into())
+        assert isinstance(block, cst.IndentedBlock)
+        return list(block.body)
 
-    def _wrap(self, name: str) -> cst.If:
+    def _insert_here(
+        self,
+        statements: Sequence[cst.BaseStatement],
+        joins: Sequence[str | None],
+        targets: set[str],
+        test: cst.BaseExpression,
+    ) -> list[cst.BaseStatement]:
+        joined = set(self.joins.values())
+        out: list[cst.BaseStatement] = []
+        for stmt, join in zip(statements, joins):
+            out.append(stmt)
+            if join is not None:
+                out.append(self._wrap(join, test))
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if (
+                        isinstance(small, cst.Assign)
+                        and len(small.targets) == 1
+                        and isinstance(small.targets[0].target, cst.Name)
+                        and small.targets[0].target.value in targets
+                        and small.targets[0].target.value not in joined
+                    ):
+                        out.append(self._wrap(small.targets[0].target.value, test))
+        return out
+
+    def _wrap(self, name: str, test: cst.BaseExpression) -> cst.If:
         wrapper = self.tf("compat.v1.tpu.CrossShardOptimizer")
         assign = cst.SimpleStatementLine(
             [
@@ -210,8 +513,11 @@ class CrossShardOptimizer(Rule):
                 )
             ]
         )
-        test = cst.parse_expression('params["use_tpu"]')
         return cst.If(test=test, body=cst.IndentedBlock([assign]))
+
+
+class _Refusal(Exception):
+    """Why an optimize_loss call is left as it is."""
 
 
 _CROSS_SHARD = frozenset({"tpu.CrossShardOptimizer", "contrib.tpu.CrossShardOptimizer"})
@@ -230,4 +536,95 @@ def _whole_statement_values(fn: cst.FunctionDef) -> set[int]:
                 found.add(id(node.body[0].value))
 
     walk(fn, V())
+    return found
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _assigns(stmt: cst.BaseStatement, name: str) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Assign)
+        and len(stmt.body[0].targets) == 1
+        and isinstance(stmt.body[0].targets[0].target, cst.Name)
+        and stmt.body[0].targets[0].target.value == name
+    )
+
+
+def _branch_assignments(stmt: cst.If, name: str) -> int:
+    """How many branches of an if/elif/else chain assign `name` at their top level."""
+    count = 0
+    node: cst.If | cst.Else | None = stmt
+    while node is not None:
+        body = node.body
+        if isinstance(body, cst.IndentedBlock):
+            count += sum(_assigns(st, name) for st in body.body)
+        node = node.orelse if isinstance(node, cst.If) else None
+    return count
+
+
+def _join_point(fn: cst.FunctionDef, name: str, bindings: int) -> cst.BaseStatement | None:
+    """The statement after which every binding of `name` has happened: the last of a run of
+    statements in one block that assign it directly or in the branches of an if/elif/else,
+    with no read of it in between (it is used only once the branches joined)."""
+    blocks: list[cst.IndentedBlock] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+            blocks.append(node)
+
+    walk(fn, V())
+    for block in blocks:
+        hits = []
+        found = 0
+        for i, st in enumerate(block.body):
+            if _assigns(st, name):
+                hits.append(i)
+                found += 1
+            elif isinstance(st, cst.If) and (n := _branch_assignments(st, name)):
+                hits.append(i)
+                found += n
+        if found != bindings:
+            continue
+        run = block.body[hits[0] : hits[-1] + 1]
+        names = [n for st in run for n in _names(st) if n.value == name]
+        targets = sum(_assigns(st, name) for st in run) + sum(
+            _branch_assignments(st, name) for st in run if isinstance(st, cst.If)
+        )
+        if len(names) != targets:
+            return None  # read before the branches join: wrapping after them is too late
+        return block.body[hits[-1]]
+    return None
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    walk(node, V())
     return found

@@ -4,8 +4,24 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstutil import iter_calls, walk
+from est2tpu.cstutil import add_param, assigned_names, free_names, has_param, iter_calls, walk
 from est2tpu.rule import FileState, Rule
+
+# Summaries a model_fn writes that move to host_call as the TPU reference models write them
+# (tensors reshaped and passed out with the global step, tf.compat.v2.summary on the host).
+MOVABLE = {
+    "summary.scalar": "scalar",
+    "compat.v1.summary.scalar": "scalar",
+    "contrib.summary.scalar": "scalar",
+    "summary.histogram": "histogram",
+    "compat.v1.summary.histogram": "histogram",
+    "contrib.summary.histogram": "histogram",
+}
+METRIC_PREFIXES = ("metrics.", "compat.v1.metrics.", "contrib.metrics.")
+NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
+SPEC_NAMES = frozenset({"estimator.EstimatorSpec", "estimator.tpu.TPUEstimatorSpec",
+                        "compat.v1.estimator.tpu.TPUEstimatorSpec",
+                        "contrib.tpu.TPUEstimatorSpec", "tpu.TPUEstimatorSpec"})  # fmt: skip
 
 PY_FUNCS = frozenset({"py_func", "py_function", "numpy_function", "compat.v1.py_func"})
 DYNAMIC_SHAPES = frozenset(
@@ -42,10 +58,253 @@ class TpuUnsupported(Rule):
     ) -> cst.FunctionDef:
         if not self.in_model_fn():
             return updated_node
+        moved = self._summaries_to_host_call(updated_node)
+        if moved is not None:
+            self.record(original_node, "summaries moved to host_call")
+            return moved
         for call in iter_calls(original_node):
             self._check_call(call)
         self._check_dtypes(original_node)
         return updated_node
+
+    # -- summaries -> host_call -------------------------------------------------------------
+
+    def _summary(self, stmt: cst.BaseStatement) -> tuple[str, cst.Call] | None:
+        """(kind, call) for `tf.compat.v1.summary.scalar("tag", tensor)` alone on its line."""
+        if not (
+            isinstance(stmt, cst.SimpleStatementLine)
+            and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, cst.Call)
+        ):
+            return None
+        call = stmt.body[0].value
+        kind = MOVABLE.get(self.tf_name(call.func) or "")
+        if kind is None or len(call.args) != 2 or any(a.keyword or a.star for a in call.args):
+            return None
+        if not isinstance(call.args[0].value, cst.SimpleString):
+            return None
+        return kind, call
+
+    def _summaries_to_host_call(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
+        """Top-level `summary.scalar/histogram("tag", tensor)` statements of a model_fn ->
+        one host_call_fn writing the same tags with tf.compat.v2.summary, passed to every
+        spec after them that has a loss, in TRAIN only (where the Estimator wrote them).
+
+        A summary of a metric's update op (`accuracy[1]`) takes its metric along: the metric
+        is built again on the host from the tensors it reads, and leaves the model_fn when
+        nothing else there reads it. None when nothing moves or anything is unclear (the
+        summaries then stay findings)."""
+        body = fn.body
+        if not isinstance(body, cst.IndentedBlock):
+            return None
+        found = [(i, s) for i, st in enumerate(body.body) if (s := self._summary(st))]
+        if not found:
+            return None
+        moving = {id(s[1]) for _, s in found}
+        for call in iter_calls(fn):
+            name = self.tf_name(call.func) or ""
+            if name.startswith(("summary.", "compat.v1.summary.", "contrib.summary.")) and (
+                id(call) not in moving
+            ):
+                # merge_all / a FileWriter / a summary left in a branch would no longer see
+                # the moved ones: all move, or none
+                return None
+        locals_ = assigned_names(fn)
+        if "config" in locals_ and not has_param(fn, "config"):
+            return None
+        if any(n in locals_ for n in ("host_call_fn", "host_call")):
+            return None
+        last = found[-1][0]
+        metric_stmts: dict[str, cst.SimpleStatementLine] = {}
+        for st in body.body[:last]:
+            if (
+                isinstance(st, cst.SimpleStatementLine)
+                and len(st.body) == 1
+                and isinstance(st.body[0], cst.Assign)
+                and len(st.body[0].targets) == 1
+                and isinstance(st.body[0].targets[0].target, cst.Name)
+                and isinstance(st.body[0].value, cst.Call)
+                and (self.tf_name(st.body[0].value.func) or "").startswith(METRIC_PREFIXES)
+            ):
+                metric_stmts[st.body[0].targets[0].target.value] = st
+
+        def bound_once(names: list[cst.Name]) -> bool:
+            return all(
+                n.value in NOT_TENSORS or n.value not in locals_ or len(locals_[n.value]) == 1
+                for n in names
+            )
+
+        params: list[cst.Param] = []
+        passed: list[cst.Element] = []
+        host: list[cst.BaseStatement] = []
+        metric_inputs: dict[str, str] = {}
+        used_metrics: list[str] = []
+        step = cst.parse_expression("global_step[0]")
+        for number, (_, (kind, call)) in enumerate(found):
+            tag, tensor = call.args[0].value, call.args[1].value
+            reads = free_names(tensor)
+            if not bound_once(reads):
+                return None
+            metrics = {n.value for n in reads} & set(metric_stmts)
+            if metrics:
+                # the tensor is read from the metric, rebuilt on the host
+                for m in sorted(metrics - set(used_metrics)):
+                    metric_assign = metric_stmts[m].body[0]
+                    assert isinstance(metric_assign, cst.Assign)
+                    inputs = [n for n in free_names(metric_assign.value) if n.value in locals_]
+                    if not bound_once(inputs) or any(n.value in NOT_TENSORS for n in inputs):
+                        return None
+                    for n in inputs:
+                        if n.value not in metric_inputs:
+                            metric_inputs[n.value] = n.value
+                            params.append(cst.Param(cst.Name(n.value)))
+                            passed.append(cst.Element(cst.Name(n.value)))
+                    host.append(metric_stmts[m].with_changes(leading_lines=()))
+                    used_metrics.append(m)
+                others = [n for n in reads if n.value in locals_ and n.value not in metrics]
+                if others:
+                    return None
+                value_on_host = tensor
+            else:
+                param = f"summary_{number}"
+                params.append(cst.Param(cst.Name(param)))
+                shape = "[1]" if kind == "scalar" else "[-1]"
+                passed.append(
+                    cst.Element(
+                        cst.Call(
+                            self.tf("reshape"),
+                            [cst.Arg(tensor), cst.Arg(cst.parse_expression(shape))],
+                        )
+                    )
+                )
+                value_on_host = (
+                    cst.parse_expression(f"{param}[0]") if kind == "scalar" else cst.Name(param)
+                )
+            host.append(
+                cst.SimpleStatementLine(
+                    [
+                        cst.Expr(
+                            cst.Call(
+                                self.tf(f"compat.v2.summary.{kind}"),
+                                [
+                                    cst.Arg(tag),
+                                    cst.Arg(value_on_host),
+                                    cst.Arg(
+                                        step,
+                                        keyword=cst.Name("step"),
+                                        equal=cst.AssignEqual(
+                                            whitespace_before=cst.SimpleWhitespace(""),
+                                            whitespace_after=cst.SimpleWhitespace(""),
+                                        ),
+                                    ),
+                                ],
+                            )
+                        )
+                    ]
+                )
+            )
+        code = cst.Module([]).code_for_node
+
+        def tf(name: str) -> str:
+            return code(self.tf(name))
+
+        lines = [
+            f"def host_call_fn(global_step, {', '.join(p.name.value for p in params)}):",
+            f"    summary_writer = {tf('compat.v2.summary.create_file_writer')}(config.model_dir)",
+            f"    with summary_writer.as_default(), {tf('compat.v2.summary.record_if')}(True):",
+            *(f"        {code(st).strip()}" for st in host),
+            f"        return {tf('compat.v1.summary.all_v2_summary_ops')}()",
+        ]
+        host_fn = cst.parse_statement("\n".join(lines) + "\n")
+        assert isinstance(host_fn, cst.FunctionDef)
+        tensors = [f"{tf('reshape')}({tf('compat.v1.train.get_global_step')}(), [1])"]
+        tensors += [code(e.value) for e in passed]
+        value = (
+            "(\n    host_call_fn,\n    [\n"
+            + "".join(f"        {t},\n" for t in tensors)
+            + "    ],\n)"
+        )
+        if has_param(fn, "mode"):
+            # The Estimator wrote these summaries while training only.
+            train = f"{tf('estimator.ModeKeys')}.TRAIN"
+            value_lines = value.replace("\n", "\n    ")
+            setup = [
+                cst.parse_statement("host_call = None\n"),
+                cst.parse_statement(f"if mode == {train}:\n    host_call = {value_lines}\n"),
+            ]
+        else:
+            setup = [cst.parse_statement(f"host_call = {value}\n")]
+        summary_ids = {id(body.body[i]) for i, _ in found}
+        # a metric that only the moved summaries read leaves the model_fn
+        drop = set(summary_ids)
+        for m in used_metrics:
+            st = metric_stmts[m]
+            reads = [
+                n
+                for other in body.body
+                if id(other) not in summary_ids and other is not st
+                for n in _reads_outside_defs(other)
+                if n.value == m
+            ]
+            if not reads:
+                drop.add(id(st))
+        new_body: list[cst.BaseStatement] = []
+        specs = 0
+        for i, st in enumerate(body.body):
+            if i == last:
+                assert isinstance(st, cst.SimpleStatementLine)  # a summary statement
+                new_body.append(host_fn.with_changes(leading_lines=st.leading_lines))
+                new_body.extend(setup)
+                continue
+            if id(st) in drop:
+                continue
+            if i > last:
+                st, added = self._add_host_call(st)
+                specs += added
+            new_body.append(st)
+        if not specs:
+            return None
+        result = fn.with_changes(body=body.with_changes(body=new_body))
+        if not has_param(result, "config"):
+            result = add_param(result, "config")
+        return result
+
+    def _add_host_call(self, stmt: cst.BaseStatement) -> tuple[cst.BaseStatement, int]:
+        rule = self
+        count = 0
+
+        class T(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return False
+
+            def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
+                nonlocal count
+                name = rule.tf_name(o.func) or ""
+                keywords = {a.keyword.value for a in u.args if a.keyword is not None}
+                if name in SPEC_NAMES and "loss" in keywords and "host_call" not in keywords:
+                    count += 1
+                    return u.with_changes(
+                        args=[
+                            *u.args[:-1],
+                            u.args[-1].with_changes(
+                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                            ),
+                            cst.Arg(
+                                cst.Name("host_call"),
+                                keyword=cst.Name("host_call"),
+                                equal=cst.AssignEqual(
+                                    whitespace_before=cst.SimpleWhitespace(""),
+                                    whitespace_after=cst.SimpleWhitespace(""),
+                                ),
+                            ),
+                        ]
+                    )
+                return u
+
+        result = stmt.visit(T())
+        assert isinstance(result, cst.BaseStatement)
+        return result, count
 
     def _check_call(self, call: cst.Call) -> None:
         name = self.tf_name(call.func) or ""
@@ -110,3 +369,26 @@ class TpuUnsupported(Rule):
                 return True
 
         walk(fn, V())
+
+
+def _reads_outside_defs(node: cst.CSTNode) -> list[cst.Name]:
+    """Names read in `node`, not entering nested defs (metric_fn has its own copy)."""
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    walk(node, V())
+    return found

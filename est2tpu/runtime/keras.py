@@ -581,7 +581,7 @@ def model_to_estimator(
     import tensorflow as tf
     from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
-    from est2tpu.runtime import ensure_tpu_run_config, use_tpu
+    from est2tpu.runtime._tpu import ensure_tpu_run_config, use_tpu
 
     if not (keras_model or keras_model_path):
         raise ValueError("Either `keras_model` or `keras_model_path` needs to be provided.")

@@ -110,7 +110,7 @@ def _premade(
 ) -> Any:
     import tensorflow as tf
 
-    from est2tpu.runtime import ensure_tpu_run_config, use_tpu
+    from est2tpu.runtime._tpu import ensure_tpu_run_config, use_tpu
 
     cls = _canned(name)
     canned = cls(*args, **kwargs)

@@ -79,6 +79,10 @@ PROJECTS: dict[str, Project] = {
         Project("train_and_evaluate_exporter", ("trainer.py",)),
         Project("numpy_input", ("train.py",)),
         Project("rebound_input_fns", ("train.py",)),
+        Project("eval_metrics_branches", ("train.py",)),
+        Project("optimizer_branches", ("train.py",)),
+        Project("metrics_and_summaries", ("train.py",)),
+        Project("class_form_layers", ("train.py",)),
         Project("premade_dnn_classifier", ("train.py",), tf2_only=True),
         Project("premade_linear_regressor", ("train.py",), tf2_only=True),
     )

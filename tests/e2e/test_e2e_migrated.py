@@ -31,6 +31,17 @@ EXPECTED_FINDINGS: dict[str, set[str]] = {
     # `input_fn` names the training input, then the evaluation one; the program calls
     # `predict_input_fn()` itself (issue 19: both migrated silently to crashing code).
     "rebound_input_fns": set(),
+    # Issue 18: params rebound in the model_fn, the metrics dict built only in EVAL by a
+    # helper of another module, filled in a loop, with weights=.
+    "eval_metrics_branches": set(),
+    # Issue 18: the optimizer chosen in if/elif/else (wrapped once, after the branches), the
+    # metrics built before the dict.
+    "optimizer_branches": set(),
+    # Issue 18: a metric built before the dict and logged as a training summary, with other
+    # summaries: metric_fn and host_call; the same summary tags are written (results JSON).
+    "metrics_and_summaries": set(),
+    # Issue 18.5: tf.compat.v1.layers.Dense(...)(x) and the other class forms.
+    "class_form_layers": set(),
 }
 
 

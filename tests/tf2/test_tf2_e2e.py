@@ -35,7 +35,13 @@ PROJECTS = (
     "premade_linear_regressor",
 )
 # Also migrated without findings; trained under the default strategy only (time).
-MORE_PROJECTS = ("compat_v1_spelling", "train_and_evaluate_exporter")
+MORE_PROJECTS = (
+    "compat_v1_spelling",
+    "train_and_evaluate_exporter",
+    "eval_metrics_branches",
+    "optimizer_branches",
+    "class_form_layers",
+)
 # name -> environment of the migrated program
 STRATEGIES: dict[str, dict[str, str]] = {
     "default": {},

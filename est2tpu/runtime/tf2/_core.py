@@ -174,3 +174,13 @@ def stored(kind: str, factory: Callable[[], Any], key: Any, store: dict[Any, Any
             obj = factory()
         store[key] = obj
     return obj
+
+
+def scalar_summary(name: str, value: Any, step: int) -> None:
+    """A TensorBoard scalar without needing the tensorboard package (tf.summary.write)."""
+    import tensorflow as tf
+    from tensorflow.core.framework import summary_pb2
+
+    metadata = summary_pb2.SummaryMetadata()
+    metadata.plugin_data.plugin_name = "scalars"
+    tf.summary.write(name, tf.cast(value, tf.float32), step=step, metadata=metadata)

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from est2tpu.runtime.tf2 import _strategy
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, invoke
+from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2.metrics import Metric
 
 JIT_ENV = "EST2TPU_JIT_COMPILE"
@@ -144,16 +145,6 @@ def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
                 f"est2tpu tf2 facade: EstimatorSpec({hook_field}=...) is not supported"
             )
     return spec
-
-
-def _scalar_summary(name: str, value: Any, step: int) -> None:
-    """A TensorBoard scalar without needing the tensorboard package (tf.summary.write)."""
-    import tensorflow as tf
-    from tensorflow.core.framework import summary_pb2
-
-    metadata = summary_pb2.SummaryMetadata()
-    metadata.plugin_data.plugin_name = "scalars"
-    tf.summary.write(name, tf.cast(value, tf.float32), step=step, metadata=metadata)
 
 
 class _StepCounter:

@@ -64,7 +64,7 @@ def resolve_strategy(tpu: str | None = None) -> Any:
     """
     import tensorflow as tf
 
-    from est2tpu.runtime import cluster_resolver
+    from est2tpu.runtime._tpu import cluster_resolver
 
     resolver = cluster_resolver(tpu)
     if resolver is not None:

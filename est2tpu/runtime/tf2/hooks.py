@@ -120,7 +120,7 @@ class StepCounterHook(FacadeHook):
     def after_steps(self, step: int) -> bool:
         import tensorflow as tf
 
-        from est2tpu.runtime.tf2._estimator import _scalar_summary
+        from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 
         now = time.perf_counter()
         if self._last is None:

@@ -9,11 +9,15 @@ from typing import Any
 from est2tpu.runtime.tf2._core import current, stored
 from est2tpu.runtime.tf2._keras import keras
 
+# The construction site of a class-form layer being called (see `_ClassForm`): its layer is
+# keyed by where it was created, not by where it is called.
+_site: list[Any] = []
+
 
 def _layer(kind: str, name: str | None, make: Callable[[str], Any], depth: int = 2) -> Any:
     """The layer of this call site (`depth` frames up is the user's code)."""
     inv = current(f"tf2.layers.{kind}")
-    key: Any = ("name", name) if name else inv.site_key(depth)
+    key: Any = ("name", name) if name else _site.pop() if _site else inv.site_key(depth)
     state = inv.state
     layer = stored("layer", lambda: make(name or state.unique_name(kind)), key, state.layers)
     inv.used_layers.append(layer)
@@ -324,3 +328,43 @@ def flatten(inputs: Any, name: str | None = None, data_format: str = "channels_l
         "flatten", name, lambda n: keras().layers.Flatten(data_format=data_format, name=n)
     )
     return layer(inputs)
+
+
+class _ClassForm:
+    """`tf.compat.v1.layers.Dense(...)` and the other class forms, created in a model_fn
+    (the shape TensorFlow's own migration guide uses): the object remembers its arguments and
+    where it was created; calling it runs the functional form above with them, so its Keras
+    layer is created once per construction site, reused on every later call of the model_fn
+    and shared by every call of the same object, as a TF1 layer object's variables are."""
+
+    _function: Callable[..., Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._args = args
+        self._kwargs = kwargs
+        self._key = current(f"tf2.layers.{type(self).__name__}").site_key(1)
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        # `training=` (Dropout, BatchNormalization) is a call argument in the class form.
+        _site.append(self._key)
+        try:
+            return type(self)._function(inputs, *self._args, *args, **{**self._kwargs, **kwargs})
+        finally:
+            _site.clear()
+
+
+def _class_form(name: str, function: Callable[..., Any]) -> type[_ClassForm]:
+    return type(name, (_ClassForm,), {"_function": staticmethod(function), "__doc__": (
+        f"`tf.compat.v1.layers.{name}`: the class form of `{function.__name__}`."
+    )})  # fmt: skip
+
+
+Dense = _class_form("Dense", dense)
+BatchNormalization = _class_form("BatchNormalization", batch_normalization)
+Dropout = _class_form("Dropout", dropout)
+Conv1D = _class_form("Conv1D", conv1d)
+Conv2D = _class_form("Conv2D", conv2d)
+MaxPooling1D = _class_form("MaxPooling1D", max_pooling1d)
+MaxPooling2D = _class_form("MaxPooling2D", max_pooling2d)
+AveragePooling2D = _class_form("AveragePooling2D", average_pooling2d)
+Flatten = _class_form("Flatten", flatten)
