@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import signal
+import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,22 +262,55 @@ def _map(fn: Callable[[T], R], items: Sequence[T], workers: int, *, min_tasks: i
     n = min(workers, len(items))
     chunk = max(1, min(32, len(items) // (n * 8)))
     try:
-        with mp.get_context("fork").Pool(n) as pool:
+        # A stop signal that lands while the pool is being built would leave it half-built
+        # and never terminated (the run then hangs at exit): hold them until it is whole.
+        held = {signal.SIGINT, signal.SIGTERM}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            pool = mp.get_context("fork").Pool(n, _worker_init, (os.getpid(), mask))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        with pool:
             return pool.map(fn, items, chunksize=chunk)
     except (OSError, mp.ProcessError, EOFError):
         return [fn(x) for x in items]
 
 
+def _worker_init(parent: int, mask: set[signal.Signals]) -> None:
+    """Signals in a pool worker: the parent alone stops a run, and a worker dies with it.
+
+    Ctrl-C reaches the whole process group and the parent stops the pool; the SIGTERM of
+    `Pool.terminate` must end a worker quietly (the handler inherited from the CLI would
+    print a traceback); and a worker whose parent was killed would finish its chunk and
+    print a BrokenPipeError traceback when it sends the result to nobody.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # forked while the parent held them
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
 def _scan_one(path: Path) -> FileResult | _Candidate:
     """Read, pre-filter and decode one file (in a worker): a result, or a candidate."""
     from est2tpu import notebook
-    from est2tpu.textio import decode
+    from est2tpu.textio import check_wide, decode
 
     result = FileResult(path, Status.UNCHANGED)
     try:
         data = path.read_bytes()
     except OSError as exc:
         return _fail(result, f"cannot read: {exc.strerror or exc}")
+    try:
+        check_wide(data)
+    except MigrationError as exc:
+        return _fail(result, str(exc))
     if not may_match(data, _SHARED.target):
         result.status = Status.SKIPPED
         return result

@@ -228,6 +228,8 @@ class _Walk:
     # (path below the root, split at separators, for sorting; what to yield; real path)
     found: list[tuple[list[str], Path | tuple[Path, str], str | None]]
     links: list[tuple[list[str], Path, str]]  # symlinked files inside the tree: target
+    # Every directory walked (absolute, not resolved) and the ignore patterns that apply in it.
+    walked: dict[str, list[IgnorePattern]] = field(default_factory=dict)
 
     def spelled(self, rel: str) -> Path:
         return self.given / rel if rel else self.given
@@ -241,16 +243,27 @@ class _Walk:
         self.found.append((rel.split(os.sep), item, real))
 
     def walk(self, directory: str, rel_dir: str, patterns: list[IgnorePattern]) -> None:
+        # A stack, not recursion: a tree 1,000 directories deep is walked like any other.
+        stack = [(directory, rel_dir, patterns)]
+        while stack:
+            stack.extend(reversed(self._walk_one(*stack.pop())))
+
+    def _walk_one(
+        self, directory: str, rel_dir: str, patterns: list[IgnorePattern]
+    ) -> list[tuple[str, str, list[IgnorePattern]]]:
+        """Walk one directory's entries; return its subdirectories to walk."""
         own = os.path.join(directory, ".gitignore")
         if os.path.isfile(own):
             patterns = patterns + _read_ignore_file(Path(own), Path(directory))
+        self.walked[directory] = patterns
+        subdirs: list[tuple[str, str, list[IgnorePattern]]] = []
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             reason = f"cannot read directory: {exc.strerror or exc}"
             self.add(rel_dir, (self.spelled(rel_dir), reason), None)
-            return
+            return subdirs
         for entry in entries:
             path = os.path.join(directory, entry.name)
             rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
@@ -266,7 +279,7 @@ class _Walk:
                     continue
                 if _is_ignored(path, True, patterns) or self.excluded(path, True):
                     continue
-                self.walk(path, rel, patterns)
+                subdirs.append((path, rel, patterns))
                 continue
             if not entry.name.endswith(SUFFIXES):
                 continue
@@ -280,6 +293,20 @@ class _Walk:
                 self.add(rel, (self.spelled(rel), odd), None)
             else:  # pragma: no cover - d_type said "not a file" but stat says it is
                 self.add(rel, self.spelled(rel), os.path.join(self.real_root, rel))
+        return subdirs
+
+    def target_excluded(self, target: str) -> bool:
+        """Whether the walk leaves out the real file ``target`` (inside the real root).
+
+        A symlink in the tree must not reach a file that the walk itself would not touch:
+        one in `.venv`, `build/`, a gitignored directory, or excluded by name.
+        """
+        rel = os.path.relpath(target, self.real_root)
+        path = os.path.join(self.root, rel)
+        patterns = self.walked.get(os.path.dirname(path))
+        if patterns is None:  # its directory was not walked: excluded, or below one
+            return True
+        return _is_ignored(path, False, patterns) or self.excluded(path, False)
 
     def _link(self, path: str, rel: str) -> None:
         # Symlinked directories are never entered (their contents inside the tree are found
@@ -297,6 +324,20 @@ class _Walk:
             self.add(rel, (self.spelled(rel), odd), None)
         else:
             self.links.append((rel.split(os.sep), self.spelled(rel), target))
+
+
+def _explicit_link_outside(given: Path, real: str) -> str | None:
+    """Why a file named on the command line is a symlink out of the tree, or None.
+
+    Its tree is the directory it was named in, or the working directory (a pre-commit hook
+    names files from the repository's root): the walk refuses the same link.
+    """
+    if not os.path.islink(given):
+        return None
+    trees = (os.path.realpath(given.absolute().parent), os.path.realpath(os.getcwd()))
+    if any(_is_within(real, tree) for tree in trees):
+        return None
+    return f"symlink points outside the tree ({real})"
 
 
 def discover(
@@ -328,6 +369,8 @@ def discover(
             real = os.path.realpath(given)
             if (odd := _not_regular(given)) is not None:
                 yield (given, odd)
+            elif (outside := _explicit_link_outside(given, real)) is not None:
+                yield (given, outside)
             elif real not in seen:
                 seen.add(real)
                 yield given
@@ -350,7 +393,11 @@ def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
     """Yield a walk's results in path order; a link is kept only if its target is not."""
     regular = {real for _, item, real in walk.found if real is not None}
     items = list(walk.found)
-    items += [(parts, link, target) for parts, link, target in walk.links if target not in regular]
+    items += [
+        (parts, link, target)
+        for parts, link, target in walk.links
+        if target not in regular and not walk.target_excluded(target)
+    ]
     items.sort(key=lambda entry: entry[0])
     for _, item, real in items:
         if real is not None:

@@ -237,7 +237,7 @@ def _migrate_all_parsed(
     """
     from est2tpu import notebook
     from est2tpu.discovery import discover
-    from est2tpu.textio import decode
+    from est2tpu.textio import check_wide, decode
 
     candidates: list[_Candidate] = []
     for found in discover(paths, exclude=exclude):
@@ -250,6 +250,11 @@ def _migrate_all_parsed(
             data = path.read_bytes()
         except OSError as exc:
             yield _fail(result, f"cannot read: {exc.strerror or exc}")
+            continue
+        try:
+            check_wide(data)
+        except MigrationError as exc:
+            yield _fail(result, str(exc))
             continue
         if path.suffix == ".ipynb":
             if not may_match(data, target):

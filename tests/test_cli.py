@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from est2tpu import api, report
 from est2tpu.cli import app
 from est2tpu.ftypes import FileResult, Finding, Position, Status
+from est2tpu.writer import Written
 
 # Migrates with no finding left: Estimator + EstimatorSpec, nothing else.
 CLEAN_MIGRATION = """\
@@ -206,14 +207,14 @@ def test_migrate_write_failure_is_reported_and_run_continues(
     second = write(project / "b.py", CLEAN_MIGRATION)
     from est2tpu import cli
 
-    real = cli.write_atomic
+    real = cli.write_file
 
-    def flaky(path: Path, data: bytes) -> bool:
+    def flaky(path: Path, data: bytes) -> Written:
         if path.name == "a.py":
             raise PermissionError(13, "Permission denied", str(path))
         return real(path, data)
 
-    monkeypatch.setattr(cli, "write_atomic", flaky)
+    monkeypatch.setattr(cli, "write_file", flaky)
     result = runner.invoke(app, ["migrate", "."])
     assert result.exit_code == 2
     assert "a.py: error: cannot write: Permission denied" in result.stderr
