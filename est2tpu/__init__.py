@@ -1,6 +1,8 @@
 """est2tpu: migrate TensorFlow Estimator code to Cloud TPU."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: under `python -m est2tpu` this module is imported
+# while the working directory is still first on sys.path (see __main__), and a project's
+# __future__.py would be run.
 
 __version__ = "0.1.0"
 

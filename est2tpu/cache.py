@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from est2tpu.ftypes import Edit, FileResult, Finding, Position, Status
+from est2tpu.ftypes import Edit, FileResult, Finding, MigrationError, Position, Status
 
 __all__ = [
     "Cache",
@@ -134,7 +134,10 @@ class Cache:
 
     def _load(self) -> None:
         try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
+            # Never through a symlink: a cache file is data from disk, read only where it is.
+            fd = os.open(self.file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, encoding="utf-8") as f:
+                data = json.loads(f.read())
         except (OSError, ValueError):
             return
         if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -170,7 +173,8 @@ class Cache:
             return None
         try:
             restore_result(entry, result)
-        except (KeyError, TypeError, ValueError):
+            _verify(result)
+        except (KeyError, TypeError, ValueError, SyntaxError, MigrationError):
             self.misses += 1
             return None
         self._new_files[key] = entry
@@ -190,9 +194,7 @@ class Cache:
         }
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            gitignore = self.directory / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("*\n", encoding="utf-8")
+            _create_gitignore(self.directory / ".gitignore")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -203,6 +205,36 @@ class Cache:
                 raise
         except OSError:
             pass
+
+
+def _create_gitignore(path: Path) -> None:
+    """Write `*` to a new .gitignore; never through a symlink, never over a file."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileExistsError:  # also a symlink, dangling or not
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("*\n")
+
+
+def _verify(result: FileResult) -> None:
+    """Check a restored result's new text as the pipeline checked it: it must compile.
+
+    The cache is data from disk that anyone could have written; what it says a file
+    becomes is never written to the file unchecked. Raises SyntaxError or MigrationError.
+    """
+    new = result.new_text
+    if result.status is not Status.CHANGED or new is None or new == result.old_text:
+        return
+    if result.path.suffix == ".ipynb":
+        from est2tpu import notebook
+
+        new = notebook.load(new.encode("utf-8")).program
+    try:
+        compile(new, str(result.path), "exec", dont_inherit=True)
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        raise MigrationError(str(exc)) from None
 
 
 def store_result(result: FileResult, early: bool) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,7 +25,7 @@ from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
 from est2tpu.discovery import parse_ignore_lines
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
-from est2tpu.writer import write_atomic
+from est2tpu.writer import write_file
 
 __all__ = ["app", "main"]
 
@@ -185,7 +186,7 @@ def migrate(
     paths: PathsArg,
     target: TargetOpt = None,
     diff: Annotated[
-        bool, typer.Option("--diff", help="Print unified diffs to stdout and write nothing.")
+        bool, typer.Option("--diff", help="Print unified diffs to stdout and change no file.")
     ] = False,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -241,7 +242,7 @@ def check(
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
 ) -> None:
-    """Report what migrate would do, and never write anything (for CI).
+    """Report what migrate would do, and change no file (for CI).
 
     Exit 0 when nothing would change and no finding remains, 1 when something would change
     or a finding remains, 2 on a usage error, a missing path, or a file that could not be
@@ -375,6 +376,19 @@ def _unknown_ids(patterns: Iterable[str]) -> list[str]:
     return [p for p in patterns if not any(k.startswith(p) for k in known)]
 
 
+def _selected_rules(
+    target: Target, select: Sequence[str] | None, ignore: Sequence[str]
+) -> list[str]:
+    """The IDs a run would apply (the same prefix logic as the engine's `is_selected`)."""
+    return [
+        r.id
+        for r in api.all_rules()
+        if target in r.targets
+        and (select is None or any(r.id.startswith(p) for p in select))
+        and not any(r.id.startswith(p) for p in ignore)
+    ]
+
+
 def _options(
     paths: Sequence[str],
     config_file: Path | None,
@@ -400,10 +414,23 @@ def _options(
             Text(f"error: unknown rule ID(s): {', '.join(unknown)}; `est2tpu rules` lists them")
         )
         return None
+    chosen_target = target or config.target or Target.TPU_ESTIMATOR
+    if not _selected_rules(chosen_target, select_ids, ignore_ids):
+        # A run of no rule would "pass" every check; that is never what was meant.
+        chosen = "all rules" if select_ids is None else f"--select {','.join(select_ids)!r}"
+        minus = f" minus --ignore {','.join(ignore_ids)!r}" if ignore_ids else ""
+        err.print(
+            Text(
+                f"error: {chosen}{minus} leaves no rule to run for --target "
+                f"{chosen_target.value}; `est2tpu rules` lists them"
+            ),
+            soft_wrap=True,
+        )
+        return None
     excludes = list(exclude) if exclude else list(config.exclude or ())
     use_runtime = runtime if runtime is not None else config.runtime
     return _Options(
-        target=target or config.target or Target.TPU_ESTIMATOR,
+        target=chosen_target,
         select=select_ids,
         ignore=ignore_ids,
         exclude=[*excludes, *config.extend_exclude],
@@ -436,6 +463,11 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     if paths.count("-") > 1:
         err.print(Text("error: '-' (stdin) can be given only once"))
         return EXIT_ERROR
+    if options.cache and options.cache_dir is not None:
+        problem = _cache_dir_problem(options.cache_dir, paths)
+        if problem is not None:
+            err.print(Text(f"error: --cache-dir {options.cache_dir}: {problem}"), soft_wrap=True)
+            return EXIT_ERROR
     text = options.output is OutputFormat.TEXT
     if options.verbose and options.config.path is not None:
         err.out(f"config: {options.config.path}", highlight=False)
@@ -489,6 +521,25 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     return EXIT_OK
 
 
+def _cache_dir_problem(cache_dir: Path, paths: Sequence[str]) -> str | None:
+    """Why a --cache-dir cannot be used, or None.
+
+    A symlink would take the cache's writes wherever it points (out of the project); a
+    directory that holds a path to migrate would hide it behind the cache's `*` .gitignore.
+    """
+    if cache_dir.is_symlink():
+        return "is a symlink; give the directory it points to, or another one"
+    real = os.path.realpath(cache_dir)
+    for p in paths:
+        if p != "-" and _is_within(os.path.realpath(p), real):
+            return f"holds {p}, which is to be migrated; keep the cache in a directory of its own"
+    return None
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _cache(options: _Options, roots: Sequence[Path]) -> Cache | None:
     """The results cache for this run's settings, or None with --no-cache."""
     if not options.cache:
@@ -530,29 +581,34 @@ def _handle(
             err.out(f"{result.status.value} {result.path}", highlight=False)
         return
     if show_diff:
-        _print_diff(report.unified_diff(result))
+        _print_diff(result)
     if mode is _Mode.WRITE:
         try:
-            _write(result)
+            lost = _write(result)
         except (OSError, MigrationError) as exc:
             result.status = Status.FAILED
             reason = getattr(exc, "strerror", None) or str(exc)
             result.error = f"cannot write: {reason}"
             err.out(report.failure_line(result), highlight=False)
             return
-        if not quiet:
+        if lost:
+            # Said even with --quiet: the file is migrated, but not all of it was kept.
+            err.out(f"migrated {result.path} ({'; '.join(lost)})", highlight=False)
+        elif not quiet:
             err.out(f"migrated {result.path}", highlight=False)
     elif mode is _Mode.CHECK and not quiet:
         err.out(f"would migrate {result.path}", highlight=False)
 
 
-def _write(result: FileResult) -> None:
+def _write(result: FileResult) -> list[str]:
+    """Write one migrated file; what of its metadata could not be kept."""
     assert result.new_text is not None and result.old_text is not None
     old = textio.encode(result.old_text, result.encoding, result.bom)
     # The file may have been edited since it was read; never overwrite someone's edit.
     if result.path.read_bytes() != old:
         raise MigrationError("the file changed on disk during the run; run est2tpu again")
-    write_atomic(result.path, textio.encode(result.new_text, result.encoding, result.bom))
+    new = textio.encode(result.new_text, result.encoding, result.bom)
+    return write_file(result.path, new).lost
 
 
 def _stdin(
@@ -581,7 +637,7 @@ def _stdin(
     if result.status is Status.FAILED:
         err.out(report.failure_line(result), highlight=False)
     if show_diff:
-        _print_diff(report.unified_diff(result))
+        _print_diff(result)
     elif mode is _Mode.WRITE:
         # A filter must not swallow its input: on failure the input goes through unchanged.
         if result.status is Status.FAILED or result.new_text is None:
@@ -607,18 +663,33 @@ def _write_stdout(data: bytes) -> None:
 _DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
-def _print_diff(diff: str) -> None:
+def _print_diff(result: FileResult) -> None:
+    diff = report.unified_diff(result)
     if not diff:
         return
     out = _stdout()
     if out.is_terminal and out.color_system is not None and not out.no_color:
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
         for line in diff.splitlines():
+            # A file name that is not valid in the terminal's encoding must not end the run.
+            line = line.encode(encoding, "replace").decode(encoding)
             style = "bold" if line.startswith(("+++", "---")) else _DIFF_STYLES.get(line[:1])
             out.print(Text(line, style=style or ""), soft_wrap=True)
     else:
-        # Raw text keeps "\r" and exact bytes, so the diff applies with patch/git apply.
-        sys.stdout.write(diff)
-        sys.stdout.flush()
+        # Bytes, so that the diff applies with patch/git apply: "\r" kept, file names as the
+        # filesystem spells them, code in the file's own encoding (whatever stdout's is).
+        _write_stdout(_diff_bytes(diff, result.encoding))
+
+
+def _diff_bytes(diff: str, encoding: str) -> bytes:
+    lines = diff.splitlines(keepends=True)
+    out = [line.encode(sys.getfilesystemencoding(), "surrogateescape") for line in lines[:2]]
+    for line in lines[2:]:
+        try:
+            out.append(line.encode(encoding, "surrogateescape"))
+        except (UnicodeEncodeError, LookupError):
+            out.append(line.encode("utf-8", "backslashreplace"))
+    return b"".join(out)
 
 
 class _ProgressBar:
@@ -664,22 +735,76 @@ class _ProgressBar:
 
 
 class _Interrupted(BaseException):
-    """Ctrl-C, kept apart from the KeyboardInterrupt that the CLI framework turns into exit 1."""
+    """Ctrl-C or SIGTERM, kept apart from the KeyboardInterrupt that the CLI framework turns
+    into exit 1."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _on_sigint(signum: int, frame: object) -> None:
-    raise _Interrupted
+def _on_signal(signum: int, frame: object) -> None:
+    raise _Interrupted(signum)
+
+
+class _PipeSafe:
+    """A stream that, once its reader has gone (a closed pipe: `est2tpu migrate . | head`),
+    drops further output instead of failing: the run goes on, so that the project is not
+    left half-migrated because nobody reads the report."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def _reader_gone(self) -> None:
+        self._gone = True
+        # Whatever is still buffered would fail again when Python flushes at exit.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def write(self, data: Any) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(data))
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(data)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    @property
+    def buffer(self) -> _PipeSafe:
+        return _PipeSafe(self._stream.buffer) if not self._gone else self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+#: The signals that stop a run between two writes (each write holds them until it is done).
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def main() -> None:
     """Console-script entry point."""
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+    previous = {sig: signal.signal(sig, _on_signal) for sig in _STOP_SIGNALS}
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
     try:
         app(prog_name="est2tpu")
-    except _Interrupted:
-        # Every file is whole (the writer holds SIGINT during a write); exit the way shells
-        # expect after Ctrl-C.
-        sys.stderr.write("est2tpu: interrupted; every file written so far is complete\n")
-        raise SystemExit(130) from None
+    except _Interrupted as stop:
+        # Every file is whole (the writer holds these signals during a write); exit the way
+        # shells expect after a signal.
+        what = "interrupted" if stop.signum == signal.SIGINT else "terminated"
+        sys.stderr.write(f"est2tpu: {what}; every file written so far is complete\n")
+        raise SystemExit(128 + stop.signum) from None
     finally:
-        signal.signal(signal.SIGINT, previous)
+        sys.stdout, sys.stderr = streams
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

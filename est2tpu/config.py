@@ -72,16 +72,39 @@ def _glob_matches(rel: str, glob: str) -> bool:
     return "/" not in glob and fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], glob)
 
 
-def _has_table(pyproject: Path) -> bool:
+def _read(path: Path) -> dict[str, Any]:
+    """The TOML document; ConfigError when it cannot be read or is not valid TOML.
+
+    A pyproject.toml that cannot be read might hold the `[tool.est2tpu]` table: ignoring
+    it would silently drop its excludes, so it stops the run instead.
+    """
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    return isinstance(data.get("tool", {}).get("est2tpu"), dict)
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _table(data: dict[str, Any], path: Path) -> Any:
+    """`[tool.est2tpu]` of a parsed pyproject.toml, or None."""
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table, not {type(tool).__name__}")
+    return tool.get("est2tpu")
+
+
+def _has_table(pyproject: Path) -> bool:
+    return _table(_read(pyproject), pyproject) is not None
 
 
 def find(paths: Iterable[Path | str]) -> Path | None:
-    """The nearest pyproject.toml with a `[tool.est2tpu]` table above the first path."""
+    """The nearest pyproject.toml with a `[tool.est2tpu]` table above the first path.
+
+    Raises ConfigError for a pyproject.toml on the way up that cannot be read or parsed.
+    """
     for raw in paths:
         if str(raw) == "-":
             continue
@@ -112,13 +135,9 @@ def _ids(value: Any, key: str, source: Path) -> list[str]:
 
 def load(path: Path) -> Config:
     """Read `[tool.est2tpu]` from ``path`` (a missing table is an empty config)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    table = data.get("tool", {}).get("est2tpu", {})
+    table = _table(_read(path), path)
+    if table is None:
+        table = {}
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.est2tpu] must be a table")
     unknown = sorted(set(table) - KEYS)

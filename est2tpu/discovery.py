@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DEFAULT_EXCLUDED_DIRS", "IgnorePattern", "discover", "parse_ignore_lines"]
+__all__ = [
+    "DEFAULT_EXCLUDED_DIRS",
+    "IgnorePattern",
+    "discover",
+    "parse_ignore_lines",
+    "wildmatch",
+]
 
 SUFFIXES = (".py", ".ipynb")
 
@@ -40,71 +45,212 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
 
 @dataclass(frozen=True)
 class IgnorePattern:
-    """One compiled gitignore line, matched against paths relative to ``base``."""
+    """One gitignore line, matched against paths relative to ``base`` as git matches it."""
 
     base: Path
-    regex: re.Pattern[str]
+    glob: str  # without "!", the trailing "/" and a leading "/"
     negate: bool
     dir_only: bool
+    anchored: bool  # a slash before the end: matched against the whole relative path
     prefix: str = field(init=False, repr=False, compare=False)  # str(base) + separator
+    literal: str | None = field(init=False, repr=False, compare=False)  # no wildcard: the text
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prefix", os.path.join(str(self.base), ""))
+        object.__setattr__(self, "literal", _literal(self.glob))
 
     def matches(self, rel: str, is_dir: bool) -> bool:
         """Whether the posix path ``rel`` (relative to ``base``) matches this line."""
         if self.dir_only and not is_dir:
             return False
-        return self.regex.match(rel) is not None
+        subject = rel if self.anchored else rel.rsplit("/", 1)[-1]
+        if self.literal is not None:
+            return subject == self.literal
+        return wildmatch(self.glob, subject)
 
 
-def _translate(pattern: str) -> str:
-    """Translate a gitignore glob (without anchoring) into a regex body."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i) and (i == 0 or pattern[i - 1] == "/"):
-                rest = pattern[i + 2 : i + 3]
-                if rest == "/":  # "**/" : zero or more directories
-                    out.append("(?:.*/)?")
-                    i += 3
-                    continue
-                if rest == "":  # trailing "**": everything below
-                    out.append(".*")
-                    i += 2
-                    continue
-            # Any other run of stars behaves like one "*" (git does the same).
-            while i < n and pattern[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:  # no closing bracket: a literal "["
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        elif c == "\\" and i + 1 < n:
+def _literal(glob: str) -> str | None:
+    """The text a glob without wildcards matches (backslash escapes removed), or None."""
+    if not any(c in glob for c in "*?[\\"):
+        return glob
+    if any(c in glob for c in "*?["):
+        return None
+    out, i = [], 0
+    while i < len(glob):
+        if glob[i] == "\\":
             i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(c))
+            if i == len(glob):
+                return None  # a trailing backslash never matches (git: the same)
+        out.append(glob[i])
         i += 1
     return "".join(out)
+
+
+# git's wildmatch (wildmatch.c) with WM_PATHNAME, result for result; the two abort results
+# stop the retries of an outer "*" once they cannot succeed, which keeps patterns like
+# "*a*a*a*a*a*a*b" linear where a regex backtracks for minutes.
+_MATCH, _NOMATCH, _ABORT_ALL, _ABORT_TO_STARSTAR = 0, 1, -1, -2
+_GLOB_SPECIAL = frozenset("*?[\\")
+_CLASSES: dict[str, Callable[[str], bool]] = {
+    "alnum": lambda c: c.isascii() and c.isalnum(),
+    "alpha": lambda c: c.isascii() and c.isalpha(),
+    "blank": lambda c: c in " \t",
+    "cntrl": lambda c: ord(c) < 32 or ord(c) == 127,
+    "digit": lambda c: "0" <= c <= "9",
+    "graph": lambda c: 33 <= ord(c) <= 126,
+    "lower": lambda c: "a" <= c <= "z",
+    "print": lambda c: 32 <= ord(c) <= 126,
+    "punct": lambda c: 33 <= ord(c) <= 126 and not c.isalnum(),
+    "space": lambda c: c in " \t\n\r\f\v",
+    "upper": lambda c: "A" <= c <= "Z",
+    "xdigit": lambda c: c in "0123456789abcdefABCDEF",
+}
+
+
+def wildmatch(pattern: str, text: str) -> bool:
+    """Whether ``text`` matches the git glob ``pattern`` ("*" and "?" never match "/")."""
+    return _dowild(pattern, 0, text, 0) == _MATCH
+
+
+def _dowild(p: str, pi: int, t: str, ti: int) -> int:
+    np, nt = len(p), len(t)
+    while pi < np:
+        pc = p[pi]
+        if ti >= nt and pc != "*":
+            return _ABORT_ALL
+        tc = t[ti] if ti < nt else ""
+        if pc == "\\":
+            pi += 1
+            if pi >= np or tc != p[pi]:
+                return _NOMATCH
+        elif pc == "?":
+            if tc == "/":
+                return _NOMATCH
+        elif pc == "*":
+            pi += 1
+            match_slash = False
+            if pi < np and p[pi] == "*":
+                prev = pi - 2
+                while pi < np and p[pi] == "*":
+                    pi += 1
+                if (prev < 0 or p[prev] == "/") and (
+                    pi == np or p[pi] == "/" or p.startswith("\\/", pi)
+                ):
+                    # "**/" may match no directory at all: try the rest right here.
+                    if pi < np and p[pi] == "/" and _dowild(p, pi + 1, t, ti) == _MATCH:
+                        return _MATCH
+                    match_slash = True
+            if pi == np:
+                # A trailing "**" matches everything; a trailing "*" up to the next "/".
+                if not match_slash and "/" in t[ti:]:
+                    return _NOMATCH
+                return _MATCH
+            if not match_slash and p[pi] == "/":
+                # One "*" then "/": the rest of this directory name.
+                slash = t.find("/", ti)
+                if slash < 0:
+                    return _NOMATCH
+                ti = slash + 1
+                pi += 1
+                continue
+            while True:
+                if ti >= nt:
+                    break
+                if p[pi] not in _GLOB_SPECIAL:
+                    # A literal follows: skip to where it occurs (not past "/" for "*").
+                    lit = p[pi]
+                    while ti < nt and (match_slash or t[ti] != "/") and t[ti] != lit:
+                        ti += 1
+                    if ti >= nt or t[ti] != lit:
+                        return _ABORT_ALL if match_slash else _ABORT_TO_STARSTAR
+                matched = _dowild(p, pi, t, ti)
+                if matched != _NOMATCH:
+                    if not match_slash or matched != _ABORT_TO_STARSTAR:
+                        return matched
+                elif not match_slash and t[ti] == "/":
+                    return _ABORT_TO_STARSTAR
+                ti += 1
+            return _ABORT_ALL
+        elif pc == "[":
+            result = _bracket(p, pi, tc)
+            if result is None:
+                return _ABORT_ALL
+            matched_class, pi = result
+            if not matched_class or tc == "/":
+                return _NOMATCH
+        elif tc != pc:
+            return _NOMATCH
+        pi += 1
+        ti += 1
+    return _MATCH if ti >= nt else _NOMATCH
+
+
+def _bracket(p: str, pi: int, tc: str) -> tuple[bool, int] | None:
+    """Match ``tc`` against the bracket expression at ``p[pi]`` ("["): (matched, index of
+    its "]"), or None for a malformed expression (git then aborts the whole match)."""
+    np = len(p)
+
+    def at(i: int) -> str:
+        return p[i] if i < np else ""
+
+    pi += 1
+    pc = at(pi)
+    negated = pc in ("!", "^")
+    if negated:
+        pi += 1
+        pc = at(pi)
+    prev = ""
+    matched = False
+    while True:
+        if not pc:
+            return None
+        if pc == "\\":
+            pi += 1
+            pc = at(pi)
+            if not pc:
+                return None
+            if tc == pc:
+                matched = True
+        elif pc == "-" and prev and at(pi + 1) and at(pi + 1) != "]":
+            pi += 1
+            pc = at(pi)
+            if pc == "\\":
+                pi += 1
+                pc = at(pi)
+                if not pc:
+                    return None
+            if prev <= tc <= pc:
+                matched = True
+            pc = ""  # a range is not the start of another range
+        elif pc == "[" and at(pi + 1) == ":":
+            start = pi + 2
+            end = start
+            while at(end) and at(end) != "]":
+                end += 1
+            if not at(end):
+                return None
+            if end - start - 1 < 0 or p[end - 1] != ":":
+                # No ":]": a plain "[" in the set.
+                pi = start - 2
+                pc = "["
+                if tc == pc:
+                    matched = True
+            else:
+                check = _CLASSES.get(p[start : end - 1])
+                if check is None:
+                    return None  # a malformed [:class:]
+                if tc and check(tc):
+                    matched = True
+                pi = end
+                pc = ""
+        elif tc == pc:
+            matched = True
+        prev = pc
+        pi += 1
+        pc = at(pi)
+        if pc == "]":
+            break
+    return matched != negated, pi
 
 
 def _compile_line(line: str, base: Path) -> IgnorePattern | None:
@@ -117,8 +263,7 @@ def _compile_line(line: str, base: Path) -> IgnorePattern | None:
     if not line or line.startswith("#"):
         return None
     negate = line.startswith("!")
-    # "!x" negates; a backslash escapes a literal "!" or "#": either way one character goes.
-    if negate or line.startswith(("\\!", "\\#")):
+    if negate:
         line = line[1:]
     dir_only = line.endswith("/")
     line = line.rstrip("/")
@@ -127,12 +272,7 @@ def _compile_line(line: str, base: Path) -> IgnorePattern | None:
     # A slash anywhere but at the end anchors the pattern to the .gitignore's directory.
     anchored = "/" in line
     line = line.lstrip("/")
-    prefix = "" if anchored else "(?:.*/)?"
-    try:
-        regex = re.compile(f"^{prefix}{_translate(line)}$", re.DOTALL)
-    except re.error:
-        return None  # git silently ignores lines it cannot use; so do we
-    return IgnorePattern(base=base, regex=regex, negate=negate, dir_only=dir_only)
+    return IgnorePattern(base=base, glob=line, negate=negate, dir_only=dir_only, anchored=anchored)
 
 
 def parse_ignore_lines(lines: Iterable[str], base: Path) -> list[IgnorePattern]:
@@ -153,17 +293,87 @@ def _is_ignored(path: Path | str, is_dir: bool, patterns: Sequence[IgnorePattern
 
     ``path`` is absolute and normalised (the walk builds it by joining names).
     """
-    ignored = False
+    if not patterns:
+        return False
     path = str(path)
-    for pat in patterns:
+    for i in _PatternIndex.of(patterns).candidates(path):
+        pat = patterns[i]
         if not path.startswith(pat.prefix):
             continue
         rel = path[len(pat.prefix) :]
         if os.sep != "/":  # pragma: no cover - not POSIX
             rel = rel.replace(os.sep, "/")
         if pat.matches(rel, is_dir):
-            ignored = not pat.negate
-    return ignored
+            return not pat.negate
+    return False
+
+
+class _PatternIndex:
+    """The lines of a list of patterns that can match a path, found by dictionary look-ups.
+
+    Asking every line of a 50,000-line .gitignore about every file took minutes; git itself
+    takes a fraction of a second. A line whose glob starts with literal text can only match
+    a path (or, unanchored, a file name) that starts with that text; one of the form
+    `*.ext` only a name ending in `.ext`; only lines starting with a wildcard are asked
+    every time. Candidates come last line first, so the first match decides.
+    """
+
+    _cache: dict[int, tuple[Sequence[IgnorePattern], _PatternIndex]] = {}  # noqa: RUF012
+
+    @classmethod
+    def of(cls, patterns: Sequence[IgnorePattern]) -> _PatternIndex:
+        # Keyed by identity: the walk hands the same list to every directory below one
+        # .gitignore; the list is kept with its index so that its id cannot be reused.
+        found = cls._cache.get(id(patterns))
+        if found is None or found[0] is not patterns:
+            if len(cls._cache) > 4096:
+                cls._cache.clear()
+            found = (patterns, cls(patterns))
+            cls._cache[id(patterns)] = found
+        return found[1]
+
+    def __init__(self, patterns: Sequence[IgnorePattern]) -> None:
+        self.by_path: dict[str, list[int]] = {}  # anchored: prefix + literal start
+        self.by_name: dict[str, list[int]] = {}  # unanchored: literal start of the name
+        self.by_suffix: dict[str, list[int]] = {}  # unanchored "*" + literal
+        self.always: list[int] = []
+        for i, pat in enumerate(patterns):
+            head = _literal_head(pat.glob)
+            if pat.literal is not None:
+                head = pat.literal
+            if not pat.anchored and pat.glob.startswith("*") and _literal(pat.glob[1:]):
+                self.by_suffix.setdefault(pat.glob[1:], []).append(i)
+            elif not head:
+                self.always.append(i)
+            elif pat.anchored:
+                self.by_path.setdefault(pat.prefix + head, []).append(i)
+            else:
+                self.by_name.setdefault(head, []).append(i)
+        self.path_lengths = sorted({len(k) for k in self.by_path})
+        self.name_lengths = sorted({len(k) for k in self.by_name})
+        self.suffix_lengths = sorted({len(k) for k in self.by_suffix})
+
+    def candidates(self, path: str) -> list[int]:
+        """Indices of the lines that may match ``path``, last line first."""
+        name = path.rsplit(os.sep, 1)[-1]
+        found = list(self.always)
+        for n in self.path_lengths:
+            found += self.by_path.get(path[:n], ())
+        for n in self.name_lengths:
+            found += self.by_name.get(name[:n], ())
+        for n in self.suffix_lengths:
+            if n <= len(name):
+                found += self.by_suffix.get(name[len(name) - n :], ())
+        found.sort(reverse=True)
+        return found
+
+
+def _literal_head(glob: str) -> str:
+    """The literal text a glob starts with (up to its first wildcard or escape)."""
+    for i, c in enumerate(glob):
+        if c in _GLOB_SPECIAL:
+            return glob[:i]
+    return glob
 
 
 def _find_git_root(start: Path) -> Path | None:
@@ -228,6 +438,8 @@ class _Walk:
     # (path below the root, split at separators, for sorting; what to yield; real path)
     found: list[tuple[list[str], Path | tuple[Path, str], str | None]]
     links: list[tuple[list[str], Path, str]]  # symlinked files inside the tree: target
+    # Every directory walked (absolute, not resolved) and the ignore patterns that apply in it.
+    walked: dict[str, list[IgnorePattern]] = field(default_factory=dict)
 
     def spelled(self, rel: str) -> Path:
         return self.given / rel if rel else self.given
@@ -241,16 +453,27 @@ class _Walk:
         self.found.append((rel.split(os.sep), item, real))
 
     def walk(self, directory: str, rel_dir: str, patterns: list[IgnorePattern]) -> None:
+        # A stack, not recursion: a tree 1,000 directories deep is walked like any other.
+        stack = [(directory, rel_dir, patterns)]
+        while stack:
+            stack.extend(reversed(self._walk_one(*stack.pop())))
+
+    def _walk_one(
+        self, directory: str, rel_dir: str, patterns: list[IgnorePattern]
+    ) -> list[tuple[str, str, list[IgnorePattern]]]:
+        """Walk one directory's entries; return its subdirectories to walk."""
         own = os.path.join(directory, ".gitignore")
         if os.path.isfile(own):
             patterns = patterns + _read_ignore_file(Path(own), Path(directory))
+        self.walked[directory] = patterns
+        subdirs: list[tuple[str, str, list[IgnorePattern]]] = []
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             reason = f"cannot read directory: {exc.strerror or exc}"
             self.add(rel_dir, (self.spelled(rel_dir), reason), None)
-            return
+            return subdirs
         for entry in entries:
             path = os.path.join(directory, entry.name)
             rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
@@ -266,7 +489,7 @@ class _Walk:
                     continue
                 if _is_ignored(path, True, patterns) or self.excluded(path, True):
                     continue
-                self.walk(path, rel, patterns)
+                subdirs.append((path, rel, patterns))
                 continue
             if not entry.name.endswith(SUFFIXES):
                 continue
@@ -280,6 +503,20 @@ class _Walk:
                 self.add(rel, (self.spelled(rel), odd), None)
             else:  # pragma: no cover - d_type said "not a file" but stat says it is
                 self.add(rel, self.spelled(rel), os.path.join(self.real_root, rel))
+        return subdirs
+
+    def target_excluded(self, target: str) -> bool:
+        """Whether the walk leaves out the real file ``target`` (inside the real root).
+
+        A symlink in the tree must not reach a file that the walk itself would not touch:
+        one in `.venv`, `build/`, a gitignored directory, or excluded by name.
+        """
+        rel = os.path.relpath(target, self.real_root)
+        path = os.path.join(self.root, rel)
+        patterns = self.walked.get(os.path.dirname(path))
+        if patterns is None:  # its directory was not walked: excluded, or below one
+            return True
+        return _is_ignored(path, False, patterns) or self.excluded(path, False)
 
     def _link(self, path: str, rel: str) -> None:
         # Symlinked directories are never entered (their contents inside the tree are found
@@ -297,6 +534,20 @@ class _Walk:
             self.add(rel, (self.spelled(rel), odd), None)
         else:
             self.links.append((rel.split(os.sep), self.spelled(rel), target))
+
+
+def _explicit_link_outside(given: Path, real: str) -> str | None:
+    """Why a file named on the command line is a symlink out of the tree, or None.
+
+    Its tree is the directory it was named in, or the working directory (a pre-commit hook
+    names files from the repository's root): the walk refuses the same link.
+    """
+    if not os.path.islink(given):
+        return None
+    trees = (os.path.realpath(given.absolute().parent), os.path.realpath(os.getcwd()))
+    if any(_is_within(real, tree) for tree in trees):
+        return None
+    return f"symlink points outside the tree ({real})"
 
 
 def discover(
@@ -328,6 +579,8 @@ def discover(
             real = os.path.realpath(given)
             if (odd := _not_regular(given)) is not None:
                 yield (given, odd)
+            elif (outside := _explicit_link_outside(given, real)) is not None:
+                yield (given, outside)
             elif real not in seen:
                 seen.add(real)
                 yield given
@@ -350,7 +603,11 @@ def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
     """Yield a walk's results in path order; a link is kept only if its target is not."""
     regular = {real for _, item, real in walk.found if real is not None}
     items = list(walk.found)
-    items += [(parts, link, target) for parts, link, target in walk.links if target not in regular]
+    items += [
+        (parts, link, target)
+        for parts, link, target in walk.links
+        if target not in regular and not walk.target_excluded(target)
+    ]
     items.sort(key=lambda entry: entry[0])
     for _, item, real in items:
         if real is not None:

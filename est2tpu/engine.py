@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Collection, Sequence
 
 import libcst as cst
@@ -68,6 +69,7 @@ def parse(text: str) -> cst.Module:
     module up front cost as much as a rule's pass.
     """
     _check_nesting(text)
+    _check_form_feeds(text)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -84,9 +86,35 @@ def check_round_trip(module: cst.Module, text: str) -> None:
         # an indented comment and no newline; everything else it gives back exactly.
         at = next((i for i, (a, b) in enumerate(zip(text, rendered)) if a != b), None)
         line = text.count("\n", 0, len(rendered) if at is None else at) + 1
+        lone_cr = _LONE_CR.search(text)
+        if lone_cr is not None:
+            # LibCST reads a lone CR as a line end but gives it back as LF.
+            line = len(_LINE_ENDS.findall(text, 0, lone_cr.start())) + 1
+            raise MigrationError(
+                f"cannot parse: line {line} ends with a lone CR (\\r, classic Mac OS line "
+                "endings), which the parser would not give back unchanged; convert the file's "
+                "line endings to LF or CRLF"
+            )
         raise MigrationError(
             f"cannot parse: the parser would not give line {line} back unchanged "
             "(end the file with a newline)"
+        )
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+_LINE_ENDS = re.compile(r"\r\n|\r|\n")
+# A form feed that starts a line of code: LibCST drops it (or, inside a block, makes it
+# part of the indentation and then fails). Python resets the column after it.
+_FORM_FEED_START = re.compile(r"^\f[ \t\f]*[^\s#]", re.MULTILINE)
+
+
+def _check_form_feeds(text: str) -> None:
+    found = _FORM_FEED_START.search(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        raise MigrationError(
+            f"cannot parse: line {line} starts with a form feed (\\f) before code, which "
+            "the parser would not give back unchanged; remove it"
         )
 
 
@@ -294,7 +322,9 @@ def _transform(
     return new_text, state
 
 
-def _still_true(found: set[Finding], last: set[Finding], state: FileState, final: str) -> set[Finding]:
+def _still_true(
+    found: set[Finding], last: set[Finding], state: FileState, final: str
+) -> set[Finding]:
     """The findings of every pass that still hold for the final text.
 
     The last pass ran every rule over the final text: what it reported holds. A refusal

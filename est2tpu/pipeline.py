@@ -258,13 +258,14 @@ def _migrate_all_parsed(
     """
     from est2tpu import notebook
     from est2tpu.discovery import discover
-    from est2tpu.textio import decode
+    from est2tpu.textio import check_wide, decode
 
     def load(path: Path, result: FileResult, out: list[Candidate]) -> None:
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise MigrationError(f"cannot read: {exc.strerror or exc}") from None
+        check_wide(data)
         if not may_match(data, target):
             result.status = Status.SKIPPED
             return

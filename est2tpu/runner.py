@@ -7,8 +7,11 @@ file has to be parsed) receives a `RunState` from it and never reaches back into
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import signal
+import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +145,15 @@ def pmap(
     _FORKED = (fn, state)
     try:
         out: list[R] = []
-        with mp.get_context("fork").Pool(n) as pool:
+        # A stop signal that lands while the pool is being built would leave it half-built
+        # and never terminated (the run then hangs at exit): hold them until it is whole.
+        held = {signal.SIGINT, signal.SIGTERM}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            pool = mp.get_context("fork").Pool(n, _worker_init, (os.getpid(), mask))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        with pool:
             for result in pool.imap(_call_forked, items, chunksize=chunk):
                 out.append(cast("R", result))
                 if on_done is not None:
@@ -152,6 +163,27 @@ def pmap(
         return _sequential(fn, state, items, on_done)
     finally:
         _FORKED = None
+
+
+def _worker_init(parent: int, mask: set[signal.Signals]) -> None:
+    """Signals in a pool worker: the parent alone stops a run, and a worker dies with it.
+
+    Ctrl-C reaches the whole process group and the parent stops the pool; the SIGTERM of
+    `Pool.terminate` must end a worker quietly (the handler inherited from the CLI would
+    print a traceback); and a worker whose parent was killed would finish its chunk and
+    print a BrokenPipeError traceback when it sends the result to nobody.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # forked while the parent held them
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
 
 
 def _sequential(
@@ -175,12 +207,13 @@ def scan_one(state: RunState, path: Path) -> FileResult | Candidate:
 
 def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
     from est2tpu import notebook
-    from est2tpu.textio import decode
+    from est2tpu.textio import check_wide, decode
 
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise MigrationError(f"cannot read: {exc.strerror or exc}") from None
+    check_wide(data)
     if not may_match(data, state.settings.target):
         result.status = Status.SKIPPED
         return []

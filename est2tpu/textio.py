@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from est2tpu.ftypes import MigrationError
 
-__all__ = ["Decoded", "decode", "detect_newline", "encode"]
+__all__ = ["Decoded", "check_wide", "decode", "detect_newline", "encode"]
 
 _BOM = codecs.BOM_UTF8
 
@@ -55,6 +55,43 @@ _LONE = {
 }
 
 
+# Longest first: the UTF-32-LE BOM starts with the UTF-16-LE one.
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32-LE"),
+    (codecs.BOM_UTF32_BE, "UTF-32-BE"),
+    (codecs.BOM_UTF16_LE, "UTF-16-LE"),
+    (codecs.BOM_UTF16_BE, "UTF-16-BE"),
+)
+
+
+def check_wide(data: bytes) -> None:
+    """Raise MigrationError when ``data`` is UTF-16 or UTF-32 text.
+
+    Python cannot run such a source file, and its bytes match no pre-filter token, so
+    without this check the file would pass as "skipped" rather than as undecodable.
+    """
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            raise MigrationError(
+                f"cannot decode: {name} text (it starts with a {name} byte order mark); "
+                "Python reads source files as UTF-8: convert the file to UTF-8"
+            )
+    # Without a BOM, ASCII text in UTF-16 has a NUL in every other byte.
+    head = data[:64]
+    if len(head) >= 4 and b"\x00" in head:
+        odd, even = head[1::2], head[0::2]
+        wide: str | None = None
+        if odd.count(0) == len(odd) and 0 not in even:
+            wide = "UTF-16-LE"
+        elif even.count(0) == len(even) and 0 not in odd:
+            wide = "UTF-16-BE"
+        if wide is not None:
+            raise MigrationError(
+                f"cannot decode: {wide} text (a NUL byte in every other byte); "
+                "Python reads source files as UTF-8: convert the file to UTF-8"
+            )
+
+
 def decode(data: bytes) -> Decoded:
     """Decode a Python source file as Python itself would.
 
@@ -63,6 +100,7 @@ def decode(data: bytes) -> Decoded:
     a bad or unknown cookie, bytes that are not valid in the file's encoding, or an
     encoding that would not give back the same bytes (so that writing never corrupts).
     """
+    check_wide(data)
     if b"\x00" in data:
         raise MigrationError("binary file (contains NUL bytes)")
     try:

@@ -9,9 +9,10 @@ import stat
 import tempfile
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["Written", "write_atomic", "write_file"]
 
 
 def _current_umask() -> int:
@@ -21,39 +22,82 @@ def _current_umask() -> int:
     return mask
 
 
+#: The longest file name most filesystems take (bytes).
+NAME_MAX = 255
+_TMP_SUFFIX = ".est2tpu-tmp"
+_TMP_RANDOM = 8  # the characters mkstemp adds
+
+
+@dataclass
+class Written:
+    """What one write did: whether it changed the file, and what it could not keep."""
+
+    changed: bool
+    lost: list[str] = field(default_factory=list)
+
+
 def write_atomic(path: Path, data: bytes) -> bool:
     """Replace the contents of ``path`` with ``data`` atomically; return whether it wrote.
 
+    See :func:`write_file`, which also says what of the file's metadata could not be kept.
+    """
+    return write_file(path, data).changed
+
+
+def write_file(path: Path, data: bytes) -> Written:
+    """Replace the contents of ``path`` with ``data`` atomically.
+
     The bytes go to a temporary file in the same directory (so ``os.replace`` is a rename
-    on one filesystem), which gets the original file's permission bits, is fsynced, and then
-    replaces the file. A symlink is written through: its target is replaced, the link stays.
+    on one filesystem), which gets the original file's owner and group (where this process
+    may set them), permission bits and extended attributes, is fsynced, and then replaces
+    the file. A symlink is written through: its target is replaced, the link stays.
     Nothing is written when ``data`` equals the current content. On any error the temporary
     file is removed and the error is raised; the original file is untouched. A Ctrl-C
-    (SIGINT) that arrives during the write is held until the file is replaced, so that
-    an interrupted run never leaves a temporary file behind.
+    (SIGINT) or SIGTERM that arrives during the write is held until the file is replaced,
+    so that an interrupted run never leaves a temporary file behind.
+
+    ``Written.lost`` names, one short phrase each, what could not be kept: the owner or
+    group, an extended attribute, or other hard links to the file (a rename gives the
+    path a new inode; the other names keep the old content).
     """
-    with _sigint_held():
+    with _signals_held():
         return _write(path, data)
 
 
-def _write(path: Path, data: bytes) -> bool:
+def _tmp_prefix(name: str) -> str:
+    """``.NAME.``, with NAME shortened so that the temporary name fits in NAME_MAX bytes."""
+    room = NAME_MAX - len(_TMP_SUFFIX) - _TMP_RANDOM - 2
+    while len(os.fsencode(name)) > room:
+        name = name[:-1]
+    return f".{name}."
+
+
+def _write(path: Path, data: bytes) -> Written:
     target = Path(os.path.realpath(path))
+    st: os.stat_result | None
     try:
         st = target.stat()
     except FileNotFoundError:
+        st = None
         mode = 0o666 & ~_current_umask()
     else:
         mode = stat.S_IMODE(st.st_mode)
         if st.st_size == len(data) and target.read_bytes() == data:
-            return False
+            return Written(changed=False)
+    lost: list[str] = []
     fd, tmp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".est2tpu-tmp"
+        dir=target.parent, prefix=_tmp_prefix(target.name), suffix=_TMP_SUFFIX
     )
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            if st is not None:
+                # chown may clear the set-id bits, so it goes before chmod.
+                lost += _keep_owner(f.fileno(), st)
             os.fchmod(f.fileno(), mode)
+            if st is not None:
+                lost += _keep_xattrs(target, f.fileno())
             os.fsync(f.fileno())
         os.replace(tmp_name, target)
     except BaseException:
@@ -61,25 +105,78 @@ def _write(path: Path, data: bytes) -> bool:
             os.unlink(tmp_name)
         raise
     _fsync_dir(target.parent)
-    return True
+    if st is not None and st.st_nlink > 1:
+        others = st.st_nlink - 1
+        lost.append(
+            f"hard link broken: {others} other name{'s' if others > 1 else ''} of this file "
+            "keep the old code"
+        )
+    return Written(changed=True, lost=lost)
+
+
+def _keep_owner(fd: int, st: os.stat_result) -> list[str]:
+    now = os.fstat(fd)
+    if (now.st_uid, now.st_gid) == (st.st_uid, st.st_gid):
+        return []
+    try:
+        os.fchown(fd, st.st_uid, st.st_gid)
+        return []
+    except OSError:
+        pass
+    # Not root: the group alone may still be kept (a group this user belongs to).
+    try:
+        os.fchown(fd, -1, st.st_gid)
+    except OSError:
+        group_kept = False
+    else:
+        group_kept = True
+    if now.st_uid == st.st_uid:
+        return [] if group_kept else [f"group not kept (was {st.st_gid}, now {now.st_gid})"]
+    what = f"owner not kept (was {st.st_uid}, now {now.st_uid})"
+    if not group_kept:
+        what += f", nor group (was {st.st_gid}, now {now.st_gid})"
+    return [what]
+
+
+def _keep_xattrs(source: Path, fd: int) -> list[str]:
+    if not hasattr(os, "listxattr"):  # pragma: no cover - not Linux
+        return []
+    try:
+        names = os.listxattr(source)
+    except OSError:
+        return []  # a filesystem without extended attributes has none to lose
+    lost = []
+    for name in names:
+        try:
+            os.setxattr(fd, name, os.getxattr(source, name))
+        except OSError as exc:
+            lost.append(f"extended attribute {name} not kept ({exc.strerror or exc})")
+    return lost
+
+
+#: The signals held during a write; each is delivered once the file is whole.
+_HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
+def _signals_held() -> Iterator[None]:
     # Python runs signal handlers between bytecodes, so a KeyboardInterrupt could land just
-    # after mkstemp and before the cleanup is armed. Hold the signal for the few
-    # milliseconds of one write, then deliver it to whatever handler was there.
+    # after mkstemp and before the cleanup is armed. Hold the signals for the few
+    # milliseconds of one write, then deliver them to whatever handler was there.
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread receives signals
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: received.append(signum)) for sig in _HELD
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if received:
-            signal.raise_signal(signal.SIGINT)
+        for held, handler in previous.items():
+            signal.signal(held, handler)
+        for signum in dict.fromkeys(received):
+            signal.raise_signal(signum)
 
 
 def _fsync_dir(directory: Path) -> None:

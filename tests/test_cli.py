@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from est2tpu import api, report
 from est2tpu.cli import app
 from est2tpu.ftypes import FileResult, Finding, Position, Status
+from est2tpu.writer import Written
 
 # Migrates with no finding left: Estimator + EstimatorSpec, nothing else.
 CLEAN_MIGRATION = """\
@@ -206,14 +207,14 @@ def test_migrate_write_failure_is_reported_and_run_continues(
     second = write(project / "b.py", CLEAN_MIGRATION)
     from est2tpu import cli
 
-    real = cli.write_atomic
+    real = cli.write_file
 
-    def flaky(path: Path, data: bytes) -> bool:
+    def flaky(path: Path, data: bytes) -> Written:
         if path.name == "a.py":
             raise PermissionError(13, "Permission denied", str(path))
         return real(path, data)
 
-    monkeypatch.setattr(cli, "write_atomic", flaky)
+    monkeypatch.setattr(cli, "write_file", flaky)
     result = runner.invoke(app, ["migrate", "."])
     assert result.exit_code == 2
     assert "a.py: error: cannot write: Permission denied" in result.stderr
@@ -295,7 +296,8 @@ def test_usage_errors_exit_2(runner: CliRunner, project: Path, args: list[str]) 
 
 def test_select_and_ignore_accept_known_ids(runner: CliRunner, project: Path) -> None:
     write(project / "train.py", CLEAN_MIGRATION)
-    ids = [r.id for r in api.all_rules()]
+    # Every ID but one: ignoring them all would leave no rule, a usage error (issue 16).
+    ids = [r.id for r in api.all_rules() if r.id != "TPU001"]
     result = runner.invoke(app, ["check", "--ignore", ",".join(ids), "train.py"])
     assert result.exit_code == 0, result.output
 
