@@ -12,14 +12,14 @@ from est2tpu.cli import app
 from est2tpu.config import Config, ConfigError, find, load
 from est2tpu.ftypes import Target
 
-# TPU004 refuses on line 6 (optimize_loss has no optimizer to wrap).
+# TPU004 refuses on line 6 (optimize_loss with gradient noise is not expanded).
 FINDING = """\
 import tensorflow as tf
 
 
 def model_fn(features, labels, mode, params):
     loss = tf.reduce_mean(features["x"])
-    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, "SGD")
+    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, "SGD", gradient_noise_scale=0.5)
     return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
 
