@@ -39,7 +39,9 @@ def test_code_module_named_after_id_and_name() -> None:
     for cls in rule_classes():
         info = docs[cls.ID]
         expected = f"{info.id.lower()}_{info.name.replace('-', '_')}"
-        assert cls.__module__.rsplit(".", 1)[-1] == expected, f"rename it est2tpu/rules/{expected}.py"
+        assert cls.__module__.rsplit(".", 1)[-1] == expected, (
+            f"rename it est2tpu/rules/{expected}.py"
+        )
 
 
 def test_metadata_comes_from_the_catalogue_only() -> None:
@@ -62,7 +64,9 @@ def test_a_rule_that_declares_its_metadata_is_refused() -> None:
     with pytest.raises(TypeError, match=r"ID belong in rules/TPU004.md"):
         exec("class Again(Rule):\n    ID = 'TPU004'\n", namespace)  # noqa: S102
     with pytest.raises(TypeError, match=r"no catalogue entry rules/TPU999.md"):
-        exec("class Unknown(Rule):\n    pass\n", {**namespace, "__name__": "est2tpu.rules.tpu999_x"})  # noqa: S102
+        exec(
+            "class Unknown(Rule):\n    pass\n", {**namespace, "__name__": "est2tpu.rules.tpu999_x"}
+        )  # noqa: S102
 
 
 def test_docs_have_the_fixed_headings() -> None:

@@ -235,9 +235,7 @@ def test_index_failure_fails_the_files_that_needed_it(
     assert len(parsed) <= len(got)
     monkeypatch.setattr(pipeline, "parse", real_parse)
     reference = list(pipeline._migrate_all_parsed([root]))
-    assert sorted((r.path, r.status) for r in got) == sorted(
-        (r.path, r.status) for r in reference
-    )
+    assert sorted((r.path, r.status) for r in got) == sorted((r.path, r.status) for r in reference)
     by_name = {r.path.name: r for r in got}
     assert by_name["plain.py"].status is Status.SKIPPED
     assert by_name["broken.py"].status is Status.FAILED
