@@ -9,6 +9,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from est2tpu import inert
 from est2tpu.cstutil import walk
 from est2tpu.ftypes import MigrationError, Target
 from est2tpu.index import ProjectIndex
@@ -144,6 +145,25 @@ def transform(
     refusal in the pass where it meets the node), each pointing into the original text.
     """
     try:
+        # Top-level defs no rule can act on are set aside (see `inert`): the rules see a
+        # module with the same line numbers, and a big module costs about its parse.
+        original = module.code if original_text is None else original_text
+        reduced = inert.reduce(module, original, path, index)
+        if reduced is not None:
+            small_text, state = _transform(
+                reduced.module,
+                path=path,
+                index=index,
+                target=target,
+                rules=rules,
+                use_runtime=use_runtime,
+                original_text=None,
+            )
+            if small_text == state.original:
+                return original, state
+            new_text = reduced.restore(small_text)
+            if new_text is not None:
+                return new_text, state
         return _transform(
             module,
             path=path,
@@ -151,7 +171,7 @@ def transform(
             target=target,
             rules=rules,
             use_runtime=use_runtime,
-            original_text=original_text,
+            original_text=original,
         )
     except RecursionError:
         # Deep nesting below MAX_NESTING can still exhaust the stack in a rule's visitor.

@@ -148,7 +148,8 @@ class KerasEstimator:
     def latest_checkpoint(self) -> str | None:
         import tensorflow as tf
 
-        return tf.train.latest_checkpoint(self._model_dir)
+        path: str | None = tf.train.latest_checkpoint(self._model_dir)
+        return path
 
     def get_variable_value(self, name: str) -> Any:
         for v in self._model.weights:
