@@ -1,9 +1,14 @@
 # The two commands the README opens with.
-.PHONY: test demo
+.PHONY: test check demo
 
 # Set up from nothing and run all tests.
 test:
 	bash scripts/test.sh
+
+# The inner loop (under a minute): lint, types, and the suite without the slow and
+# TensorFlow tests.
+check:
+	EST2TPU_LINT=1 bash scripts/test.sh -q -m "not slow and not tf" -n 2
 
 # Set up, migrate the bundled example, show the diff, train the result on CPU.
 demo:

@@ -8,7 +8,10 @@ LibCST tool); peak memory (max RSS of each child); time against tree size (25/50
 the training speed of an example project before and after migration (CPU, TF 2.15); and
 the training speed of its `--target tf2` migration (the facade) against a hand-written Keras
 `fit` twin (`bench/keras_twin.py`) on current TensorFlow, under the same strategy.
-`--only SECTION` (repeatable) runs one part: trees, linearity, training, tf2.
+One module of 500 to 5,000 small helper functions around a model_fn and an Estimator
+(`bench/gen_big_module.py`), `migrate --diff`, against tf_upgrade_v2 on the largest.
+`--only SECTION` (repeatable) runs one part: trees, linearity, big, training, tf2;
+`--write-docs` writes the tables it measured to docs/performance.md.
 Timings on a shared machine are noisy: read the ratios, not the seconds.
 """
 
@@ -159,6 +162,17 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
         row("est2tpu check warm (cache), full", check(full, "--cache-dir", str(cache)), up_full[0])
     )
     lines.append(row("LibCST parse-only (pre-filtered files), full", parse_only(full), up_full[0]))
+    copies = work / "five"
+    for n in range(5):
+        for tree in full:
+            shutil.copytree(tree, copies / f"copy{n}" / tree.name)
+    files = sum(1 for _ in copies.rglob("*.py"))
+    five = check([copies], "--no-cache")
+    name = (
+        f"est2tpu check cold, five copies of the trees ({files:,} files, "
+        f"{1000 * five[0] / files:.2f} s per 1,000 files; × five tf_upgrade_v2 runs)"
+    )
+    lines.append(row(name, five, 5 * up_full[0]))
     return lines
 
 
@@ -174,6 +188,40 @@ def bench_linearity(work: Path) -> list[str]:
         n = sum(1 for _ in dest.rglob("*.py"))
         t = check([dest], "--no-cache")
         lines.append(f"| {fraction:.0%} | {n} | {t[0]:.1f} | {100 * t[0] / n:.2f} |")
+    return lines
+
+
+HELPERS = (500, 1000, 2000, 5000)
+
+
+def bench_big_module(work: Path, helpers: tuple[int, ...] = HELPERS) -> list[str]:
+    """One module of N small helper functions around a model_fn and an Estimator
+    (bench/gen_big_module.py): `est2tpu migrate --diff` against tf_upgrade_v2 on the largest,
+    and est2tpu alone on the smaller ones (the cost per helper)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import gen_big_module
+
+    lines = [
+        (
+            "| module | lines | est2tpu migrate --diff s | max RSS MB | tf_upgrade_v2 s "
+            "| max RSS MB | × tf_upgrade_v2 | ms per helper |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in helpers:
+        tree = work / f"big{n}"
+        tree.mkdir()
+        text = gen_big_module.big_module(n)
+        (tree / "big.py").write_text(text, encoding="utf-8")
+        ours = timed([str(EST2TPU), "migrate", "--diff", "--no-cache", str(tree / "big.py")])
+        up: tuple[float, float, int] | None = None
+        if n == max(helpers) and TF_PY.exists():
+            up = tf_upgrade(tree, work / f"up_big{n}")
+        up_cells = f"{up[0]:.1f} | {up[1]:.0f} | {ours[0] / up[0]:.3f}" if up else "| |"
+        lines.append(
+            f"| {n:,} helpers | {text.count(chr(10)):,} | {ours[0]:.1f} | {ours[1]:.0f} | "
+            f"{up_cells} | {1000 * ours[0] / n:.2f} |"
+        )
     return lines
 
 
@@ -350,7 +398,8 @@ def _tf_run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     return out.stdout
 
 
-SECTIONS = ("trees", "linearity", "training", "tf2")
+SECTIONS = ("trees", "linearity", "big", "training", "tf2")
+DOCS = REPO / "docs" / "performance.md"
 
 
 def main() -> None:
@@ -368,7 +417,8 @@ def main() -> None:
         "--only",
         action="append",
         choices=SECTIONS,
-        help="run only this section (repeatable): trees, linearity, training "
+        help="run only this section (repeatable): trees, linearity, big (one big module), "
+        "training "
         "(original vs tpu-estimator migration, TF 2.15), tf2 (tf2 facade vs Keras fit)",
     )
     ap.add_argument("--tf2-steps", type=int, default=2000, help="steps per run, tf2 section")
@@ -379,6 +429,11 @@ def main() -> None:
         help="strategies for the tf2 section: 1 = default strategy, N > 1 = MirroredStrategy "
         "over N logical CPUs (EST2TPU_CPU_REPLICAS)",
     )
+    ap.add_argument(
+        "--write-docs",
+        action="store_true",
+        help=f"also write the tables to {DOCS.relative_to(REPO)} (replacing the sections run)",
+    )
     args = ap.parse_args()
     sections = set(args.only or SECTIONS)
     if args.quick:
@@ -388,16 +443,23 @@ def main() -> None:
     if args.skip_training:
         sections -= {"training", "tf2"}
     needs_tf215 = bool(sections & {"trees", "linearity", "training"})
+    tables: dict[str, list[str]] = {}
     if not EST2TPU.exists() or (needs_tf215 and not TF_PY.exists()):
         sys.exit("needs .venv (est2tpu) and .venv-tf215 (scripts/tf215-env.sh)")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     with tempfile.TemporaryDirectory(prefix="est2tpu-bench-") as tmp:
         work = Path(tmp)
         if "trees" in sections:
-            print("\n".join(bench_trees(work, args.quick)), flush=True)
+            tables["trees"] = bench_trees(work, args.quick)
+            print("\n".join(tables["trees"]), flush=True)
         if "linearity" in sections:
+            tables["linearity"] = bench_linearity(work)
             print()
-            print("\n".join(bench_linearity(work)), flush=True)
+            print("\n".join(tables["linearity"]), flush=True)
+        if "big" in sections:
+            tables["big"] = bench_big_module(work)
+            print()
+            print("\n".join(tables["big"]), flush=True)
         if "training" in sections:
             print()
             print(
@@ -419,6 +481,44 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.1f} at the end; children max RSS "
         f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB"
     )
+    if args.write_docs:
+        write_docs(tables, " ".join(sys.argv[1:]))
+
+
+TITLES = {
+    "trees": "TF 2.15 `tensorflow` + `tensorflow_estimator` against tf_upgrade_v2",
+    "linearity": "Time against tree size",
+    "big": "One big module (a model_fn and an Estimator among N helper functions)",
+}
+
+
+def write_docs(tables: dict[str, list[str]], argv: str) -> None:
+    """docs/performance.md: one section per table, each replaced only when it was run."""
+    old = DOCS.read_text(encoding="utf-8") if DOCS.exists() else ""
+    sections: dict[str, str] = {}
+    for key in TITLES:
+        start, end = f"<!-- bench:{key} -->", f"<!-- /bench:{key} -->"
+        if start in old and end in old:
+            sections[key] = old[old.index(start) : old.index(end) + len(end)]
+    stamp = (
+        f"Measured with `python bench/bench.py {argv}`, {time.strftime('%Y-%m-%d')}, on "
+        f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end)."
+    )
+    for key, lines in tables.items():
+        if key in TITLES:
+            body = "\n".join(lines)
+            sections[key] = f"<!-- bench:{key} -->\n{stamp}\n\n{body}\n<!-- /bench:{key} -->"
+    parts = [
+        (
+            "# Performance\n\nWritten by `python bench/bench.py --write-docs` (each section by "
+            "the run that measured it). Timings on a shared machine are noisy: read the ratios.\n"
+        )
+    ]
+    for key, title in TITLES.items():
+        if key in sections:
+            parts.append(f"## {title}\n\n{sections[key]}\n")
+    DOCS.parent.mkdir(parents=True, exist_ok=True)
+    DOCS.write_text("\n".join(parts), encoding="utf-8")
 
 
 if __name__ == "__main__":

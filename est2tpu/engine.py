@@ -10,6 +10,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from est2tpu import inert
 from est2tpu.cstutil import walk
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex
@@ -205,6 +206,25 @@ def transform(
     reported (see `_still_true`).
     """
     try:
+        # Top-level defs no rule can act on are set aside (see `inert`): the rules see a
+        # module with the same line numbers, and a big module costs about its parse.
+        original = module.code if original_text is None else original_text
+        reduced = inert.reduce(module, original, path, index)
+        if reduced is not None:
+            small_text, state = _transform(
+                reduced.module,
+                path=path,
+                index=index,
+                target=target,
+                rules=rules,
+                use_runtime=use_runtime,
+                original_text=None,
+            )
+            if small_text == state.original:
+                return original, state
+            new_text = reduced.restore(small_text)
+            if new_text is not None:
+                return new_text, state
         return _transform(
             module,
             path=path,
@@ -212,7 +232,7 @@ def transform(
             target=target,
             rules=rules,
             use_runtime=use_runtime,
-            original_text=original_text,
+            original_text=original,
         )
     except _RuleRecursion as exc:
         depth = nesting_depth(original_text if original_text is not None else module.code)

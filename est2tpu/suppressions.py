@@ -66,7 +66,9 @@ def find(text: str) -> list[Suppression]:
     A comment trailing code silences its own line; a comment alone on a line silences the
     next line (and its own, harmlessly).
     """
-    found = []
+    found: list[Suppression] = []
+    if _IGNORE.search(text) is None:
+        return found  # tokenizing a 45,000-line module to find no comment took seconds
     for line, col, comment, alone in _comments(text):
         match = _IGNORE.search(comment)
         if match is None:

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Set up from nothing and run every test (`make test`, and what .ci/run runs).
+# Set up from nothing, lint, and run every test (`make test`, and what .ci/run runs).
 #
-# - .venv: the tool and its test dependencies (no TensorFlow).
+# - .venv: the tool, its test dependencies and the pinned linters (no TensorFlow).
 # - .venv-tf215: TensorFlow 2.15 for the tests that train migrated code, built by
 #   scripts/tf215-env.sh; when it exists those tests are required, not skipped.
 # - .venv-tfcur: current TensorFlow (+ tf-keras) for the tf2 target's tests, built by
 #   scripts/tfcur-env.sh.
 # - .venv-tfcur-nokeras: current TensorFlow alone (what `pip install tensorflow-cpu` gives),
 #   built by scripts/tfcur-nokeras-env.sh (one more TensorFlow install: 1-3.5 min, 1.3 GB).
-# Extra arguments go to pytest.
+# Extra arguments go to pytest. Without any, this is the full run: ruff and mypy first, then
+# the whole suite in two worker processes (pytest-xdist; EST2TPU_TEST_WORKERS=0 runs it in
+# this one). With arguments only pytest runs, as asked, unless EST2TPU_LINT=1 (`make check`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +21,7 @@ fi
 # Reinstall only when the project metadata changed since the last install.
 stamp=.venv/.est2tpu-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q -e '.[test]'
+  .venv/bin/python -m pip install -q -e '.[test,dev]'
   touch "$stamp"
 fi
 
@@ -41,6 +43,14 @@ fi
 if [ -x .venv-tf215/bin/python ]; then
   export EST2TPU_TF215_PYTHON="$PWD/.venv-tf215/bin/python"
   export EST2TPU_REQUIRE_TF=1
+fi
+
+if [ "$#" -eq 0 ] || [ "${EST2TPU_LINT:-0}" = 1 ]; then
+  .venv/bin/ruff check .
+  .venv/bin/mypy
+fi
+if [ "$#" -eq 0 ]; then
+  set -- -n "${EST2TPU_TEST_WORKERS:-2}" --dist loadgroup --durations=25
 fi
 
 rc=0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from est2tpu.catalogue import markdown_table  # noqa: E402
+from est2tpu.catalogue import markdown_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 text = README.read_text(encoding="utf-8")

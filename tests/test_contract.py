@@ -64,9 +64,8 @@ def test_a_rule_that_declares_its_metadata_is_refused() -> None:
     with pytest.raises(TypeError, match=r"ID belong in rules/TPU004.md"):
         exec("class Again(Rule):\n    ID = 'TPU004'\n", namespace)  # noqa: S102
     with pytest.raises(TypeError, match=r"no catalogue entry rules/TPU999.md"):
-        exec(
-            "class Unknown(Rule):\n    pass\n", {**namespace, "__name__": "est2tpu.rules.tpu999_x"}
-        )  # noqa: S102
+        unknown = {**namespace, "__name__": "est2tpu.rules.tpu999_x"}
+        exec("class Unknown(Rule):\n    pass\n", unknown)  # noqa: S102
 
 
 def test_docs_have_the_fixed_headings() -> None:

@@ -20,6 +20,9 @@ from est2tpu import api
 from est2tpu.ftypes import Status
 from est2tpu.writer import write_atomic
 
+# Real signals to real runs, with waits: not in `make check`.
+pytestmark = pytest.mark.slow
+
 N_FILES = 120
 TEMP_SUFFIX = ".est2tpu-tmp"  # writer.py: mkstemp(prefix=".<name>.", suffix=".est2tpu-tmp")
 

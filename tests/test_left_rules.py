@@ -72,6 +72,7 @@ def test_nothing_left_without_a_finding(before: Path, target: str) -> None:
     assert not uncovered, uncovered
 
 
+@pytest.mark.slow  # the corpus runner: three CLI processes per project and target
 def test_example_projects_hold_the_corpus_targets(capsys: pytest.CaptureFixture[str]) -> None:
     # The corpus runner itself, over our example projects: no crash, every output compiles,
     # a second run changes nothing, and every file with a model_fn or an Estimator is handled.

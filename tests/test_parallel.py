@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,10 @@ from est2tpu.ftypes import FileResult, Target
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The reference runs take minutes (slow: not in `make check`). One xdist group, so that the
+# module's fixtures (the tree, the reference per target) are built once, in one worker.
+ONE_WORKER = pytest.mark.xdist_group("test_parallel")
+
 
 def facts(results: list[FileResult]) -> list[tuple[object, ...]]:
     return [
@@ -20,7 +25,7 @@ def facts(results: list[FileResult]) -> list[tuple[object, ...]]:
     ]
 
 
-def build_mixed_tree(root: Path, copies: int = 3) -> Path:
+def build_mixed_tree(root: Path, copies: int = 2) -> Path:
     """Every fixture and e2e project, several times over, plus files that pass the byte
     pre-filter but that no rule touches, a syntax error among them and a suppression."""
     for n in range(copies):
@@ -48,29 +53,50 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_mixed_tree(tmp_path_factory.mktemp("mixed"))
 
 
+@pytest.fixture(scope="module")
+def reference(mixed: Path) -> Callable[[Target], list[tuple[object, ...]]]:
+    """The all-parsed pipeline's results over `mixed`, run once per target for the module:
+    it is the oracle, and one run of it costs as much as every fast run together."""
+    runs: dict[Target, list[tuple[object, ...]]] = {}
+
+    def of(target: Target) -> list[tuple[object, ...]]:
+        if target not in runs:
+            runs[target] = facts(list(pipeline._migrate_all_parsed([mixed], target=target)))
+        return runs[target]
+
+    return of
+
+
 @pytest.mark.parametrize("target", list(Target), ids=lambda t: t.value)
 @pytest.mark.parametrize("jobs", [1, 2], ids=["serial", "pool"])
-def test_same_results_as_the_reference_pipeline(mixed: Path, target: Target, jobs: int) -> None:
+@pytest.mark.slow
+@ONE_WORKER
+def test_same_results_as_the_reference_pipeline(
+    mixed: Path, reference: Callable[[Target], list[tuple[object, ...]]], target: Target, jobs: int
+) -> None:
     fast = list(api.migrate_paths([mixed], target=target, jobs=jobs))
-    reference = list(pipeline._migrate_all_parsed([mixed], target=target))
     assert len(fast) > 150
-    assert facts(fast) == facts(reference)
+    assert facts(fast) == reference(target)
 
 
-def test_same_results_with_selection_and_no_runtime(mixed: Path) -> None:
-    kwargs = {"select": ["TPU00"], "ignore": ["TPU003"], "use_runtime": False}
-    fast = list(api.migrate_paths([mixed], jobs=2, **kwargs))  # type: ignore[arg-type]
-    reference = list(pipeline._migrate_all_parsed([mixed], **kwargs))  # type: ignore[arg-type]
-    assert facts(fast) == facts(reference)
-
-
-def test_per_file_ignores_reach_the_workers(mixed: Path) -> None:
+@pytest.mark.slow
+@ONE_WORKER
+def test_same_results_with_options_in_the_workers(mixed: Path) -> None:
+    # Selection, --no-runtime and per-file ignores in one run: each changes what the workers
+    # do, and the reference honours each of them on its own.
     def ignores(path: Path) -> list[str]:
         return ["TPU"] if path.name.startswith("a") else []
 
-    fast = list(api.migrate_paths([mixed], jobs=2, per_file_ignores=ignores))
-    reference = list(pipeline._migrate_all_parsed([mixed], per_file_ignores=ignores))
+    kwargs = {
+        "select": ["TPU00"],
+        "ignore": ["TPU003"],
+        "use_runtime": False,
+        "per_file_ignores": ignores,
+    }
+    fast = list(api.migrate_paths([mixed], jobs=2, **kwargs))  # type: ignore[arg-type]
+    reference = list(pipeline._migrate_all_parsed([mixed], **kwargs))  # type: ignore[arg-type]
     assert facts(fast) == facts(reference)
+    assert not any(f.rule_id == "TPU003" for r in fast for f in r.findings)
 
 
 def test_broken_files_still_fail(mixed: Path) -> None:

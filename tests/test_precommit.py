@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# pre-commit builds its own environment (pip install of this tree): not in `make check`.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 TRAINER = """\

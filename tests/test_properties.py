@@ -24,6 +24,9 @@ from est2tpu.engine import may_match
 from est2tpu.ftypes import Status
 from est2tpu.textio import encode
 
+# Hypothesis generates hundreds of programs: not in `make check`.
+pytestmark = pytest.mark.slow
+
 SLOW = settings(
     deadline=None,
     # hypothesmith discards the nodes LibCST rejects and the programs that do not compile

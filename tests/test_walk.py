@@ -105,9 +105,11 @@ def test_starts_with_other_line_endings() -> None:
         same_starts(cst.parse_module(EVERYTHING.replace("\n", newline)))
 
 
-def sources() -> list[Path]:
+def sources() -> list[object]:
     found = sorted((REPO / "fixtures").rglob("*.py")) + sorted(REPO.glob("est2tpu/**/*.py"))
-    return found + sorted(LIBCST_SOURCES.rglob("*.py"))[::5]
+    # LibCST's own sources (its biggest and oddest code) take a minute: not in `make check`.
+    libcst = sorted(LIBCST_SOURCES.rglob("*.py"))[::5]
+    return found + [pytest.param(p, marks=pytest.mark.slow) for p in libcst]
 
 
 @pytest.mark.parametrize("path", sources(), ids=lambda p: p.name)

@@ -59,3 +59,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "tpu_project_name" in metafunc.fixturenames:
         names = sorted(name for name, p in projects.items() if not p.tf2_only)
         metafunc.parametrize("tpu_project_name", names)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`), one worker takes all of a project's tests,
+    so that the unmigrated project trains once (`original_run` is per worker process)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here not in item.path.parents:
+            continue
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params if callspec is not None else {}
+        name = params.get("project_name") or params.get("tpu_project_name")
+        if name is not None:
+            item.add_marker(pytest.mark.xdist_group(f"e2e-{name}"))

@@ -8,7 +8,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 from est2tpu.runtime.tf2 import _strategy
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, invoke
@@ -147,6 +147,16 @@ def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
     return spec
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _tf_function(fn: _F) -> _F:
+    """`tf.function`, typed: TensorFlow ships no type information."""
+    import tensorflow as tf
+
+    return cast(_F, tf.function(fn))
+
+
 class _StepCounter:
     """TF1's `StepCounterHook`: `global_step/sec` every `every` steps.
 
@@ -277,7 +287,8 @@ class Estimator:
     def latest_checkpoint(self) -> str | None:
         import tensorflow as tf
 
-        return tf.train.latest_checkpoint(self._model_dir)
+        path: str | None = tf.train.latest_checkpoint(self._model_dir)
+        return path
 
     # -- calling user code --------------------------------------------------------------
 
@@ -399,7 +410,7 @@ class Estimator:
         task_id = getattr(resolver, "task_id", 0) or 0
         if task_type in (None, "chief"):
             return True
-        if task_type == "worker":
+        if task_type == "worker" and resolver is not None:
             spec = resolver.cluster_spec().as_dict()
             return "chief" not in spec and task_id == 0
         return False
@@ -484,7 +495,7 @@ class Estimator:
 
         summary_step, _ = self._summary_steps()
 
-        @tf.function
+        @_tf_function
         def fetch_step(iterator: Any) -> Any:
             element = iterator.get_next()
             summary_step.assign(state.global_step + 1)
@@ -546,7 +557,7 @@ class Estimator:
         if self._config.jit_compile:
             replica_fn = tf.function(self._replica_train, jit_compile=True, autograph=False)
 
-        @tf.function
+        @_tf_function
         def train_steps(iterator: Any, n: Any) -> Any:
             loss = tf.constant(0.0)
             done = tf.constant(0, tf.int64)
@@ -796,7 +807,7 @@ class Estimator:
                 )
             strategy = self._strategy
 
-            @tf.function
+            @_tf_function
             def eval_step(element: Any) -> None:
                 strategy.run(self._replica_eval, args=(element,))
 
@@ -862,7 +873,7 @@ class Estimator:
         if "predict" not in self._functions:
             strategy = self._strategy
 
-            @tf.function
+            @_tf_function
             def predict_step(element: Any) -> Any:
                 out = strategy.run(self._replica_predict, args=(element,))
                 return tf.nest.map_structure(lambda t: strategy.gather(t, axis=0), out)

@@ -31,10 +31,10 @@ from typing import Any
 
 from est2tpu.runtime.tf2 import _strategy
 from est2tpu.runtime.tf2._core import ModeKeys
+from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._estimator import (
     CheckpointSaves,
     RunConfig,
-    _scalar_summary,
     _serving_receiver,
 )
 from est2tpu.runtime.tf2._keras import keras
@@ -148,7 +148,8 @@ class KerasEstimator:
     def latest_checkpoint(self) -> str | None:
         import tensorflow as tf
 
-        return tf.train.latest_checkpoint(self._model_dir)
+        path: str | None = tf.train.latest_checkpoint(self._model_dir)
+        return path
 
     def get_variable_value(self, name: str) -> Any:
         for v in self._model.weights:

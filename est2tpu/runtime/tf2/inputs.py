@@ -29,12 +29,14 @@ __all__ = ["numpy_input_fn", "pandas_input_fn"]
 _TARGET_KEY = "__target_key__"
 
 
-def _check_shuffle(shuffle: Any) -> None:
+def _check_shuffle(shuffle: object) -> bool:
+    """`shuffle` itself, when TF1 accepts it (a bool: TF1 has no default)."""
     if not isinstance(shuffle, bool):
         raise ValueError(  # noqa: TRY004 - TF1 raises ValueError
             "shuffle must be provided and explicitly set as boolean "
             f"(it is recommended to set it as True for training); got {shuffle}"
         )
+    return shuffle
 
 
 def _rows(structure: Any) -> int:
@@ -70,7 +72,7 @@ def numpy_input_fn(
     """`tf.compat.v1.estimator.inputs.numpy_input_fn`: see the module docstring."""
     import numpy as np
 
-    _check_shuffle(shuffle)
+    shuffled = _check_shuffle(shuffle)
 
     def input_fn() -> Any:
         if isinstance(x, dict):
@@ -105,7 +107,7 @@ def numpy_input_fn(
                 "have the same length."
             )
         items = features if labels is None else (features, labels)
-        return _dataset(items, batch_size, num_epochs, shuffle, queue_capacity)
+        return _dataset(items, batch_size, num_epochs, shuffled, queue_capacity)
 
     return input_fn
 
@@ -129,7 +131,7 @@ def pandas_input_fn(
                 f"Cannot use name {target_column} for target column: DataFrame already has "
                 f"a column with that name: {x.columns}"
             )
-        if not (x.index == y.index).all():  # type: ignore[union-attr]
+        if not (x.index == y.index).all():
             raise ValueError(
                 f"Index for x and y are mismatched.\nIndex for x: {x.index}\n"
                 f"Index for y: {y.index}\n"

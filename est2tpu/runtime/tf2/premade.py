@@ -30,6 +30,7 @@ The string predictions (`classes`, `all_classes`) are made on the host from `cla
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -318,6 +319,9 @@ class _Head:
             return k.AUC(curve="PR", name=key)
         return k.Mean(name=key)
 
+    def _keras_metric(self, key: str) -> _KerasMetric:
+        return _KerasMetric(self._new_metric(key))
+
     def eval_metric_ops(self, labels: Any, logits: Any, features: Any) -> dict[str, MetricOp]:
         """The head's metrics (TF 2.15's `update_metrics`), created once and updated here."""
         import tensorflow as tf
@@ -326,7 +330,7 @@ class _Head:
         metrics: dict[str, _KerasMetric] = {
             key: stored(
                 "metric",
-                lambda key=key: _KerasMetric(self._new_metric(key)),
+                functools.partial(self._keras_metric, key),
                 ("premade", key),
                 inv.state.metrics,
             )
@@ -465,26 +469,28 @@ def _dnn_logits(
         features, training=is_training
     )
     for i, width in enumerate(hidden_units):
-        net = _layer(
-            f"hiddenlayer_{i}",
-            lambda width=width, i=i: k.layers.Dense(
+
+        def dense(width: int = width, i: int = i) -> Any:
+            return k.layers.Dense(
                 units=width,
                 activation=activation_fn,
                 kernel_initializer=k.initializers.GlorotUniform(),
                 name=f"hiddenlayer_{i}",
-            ),
-        )(net)
+            )
+
+        net = _layer(f"hiddenlayer_{i}", dense)(net)
         if dropout is not None and mode == ModeKeys.TRAIN:
             net = _layer(f"dropout_{i}", lambda: k.layers.Dropout(rate=dropout))(
                 net, training=is_training
             )
         if batch_norm:
-            net = _layer(
-                f"batchnorm_{i}",
-                lambda i=i: k.layers.BatchNormalization(
+
+            def batch_norm_layer(i: int = i) -> Any:
+                return k.layers.BatchNormalization(
                     momentum=0.999, trainable=True, synchronized=True, name=f"batchnorm_{i}"
-                ),
-            )(net, training=is_training)
+                )
+
+            net = _layer(f"batchnorm_{i}", batch_norm_layer)(net, training=is_training)
     return _layer(
         "logits",
         lambda: k.layers.Dense(
