@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv-tfcur (Python 3.12 or 3.11, current TensorFlow CPU + tf-keras) for the tf2 tests.
+# Create .venv-tfcur (Python 3.12 or 3.11, current TensorFlow CPU + tf-keras + tensorboard) for
+# the tf2 tests.
 #
 # Idempotent: when the environment exists and its marker matches the requirements, it only
 # prints the ready line.  tf-keras is installed with --no-deps: its metadata requires the
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv-tfcur
-REQUIREMENTS="tensorflow-cpu tf-keras(--no-deps)"
+REQUIREMENTS="tensorflow-cpu tf-keras(--no-deps) tensorboard"
 MARKER="$VENV/.est2tpu-tfcur"
 
 if [ -x "$VENV/bin/python" ] && [ -f "$MARKER" ] && [ "$(head -n1 "$MARKER")" = "$REQUIREMENTS" ]; then
@@ -43,6 +44,9 @@ build() {
   # The same release line as TensorFlow; no deps, or pip adds the GPU `tensorflow` wheel.
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
     "tf-keras~=${tf_version%.*}.0" || return 1
+  # What `est2tpu[tf2]` installs too: TensorFlow 2.20+ writes summaries through it.
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    "tensorboard~=${tf_version%.*}.0" || return 1
   TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/python" -c \
     "import tensorflow as tf, tf_keras; assert not hasattr(tf, 'estimator'); tf_keras.layers.Dense" \
     || return 1
