@@ -28,7 +28,7 @@ est = tf.estimator.Estimator(model_fn=model_fn, model_dir="/tmp/m")
 # TPU004 refuses on line 6, column 16.
 FINDING = CHANGES.replace(
     "    return tf.estimator",
-    "    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, 'SGD')\n    return tf.estimator",
+    "    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, 'SGD', gradient_noise_scale=0.5)\n    return tf.estimator",
 )
 
 

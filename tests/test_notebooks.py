@@ -177,7 +177,7 @@ def test_second_run_changes_nothing(tmp_path: Path) -> None:
 def test_findings_point_at_the_cell_and_the_line_in_it(tmp_path: Path) -> None:
     nb = real_notebook()
     nb["cells"][3]["source"][4] = (
-        "    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, 'SGD')\n"
+        "    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, 'SGD', gradient_noise_scale=0.5)\n"
     )
     path = tmp_path / "demo.ipynb"
     path.write_text(LAYOUTS["jupyter"](nb), encoding="utf-8")
@@ -192,7 +192,7 @@ def test_findings_point_at_the_cell_and_the_line_in_it(tmp_path: Path) -> None:
 def test_suppression_comment_in_a_cell(tmp_path: Path) -> None:
     nb = real_notebook()
     nb["cells"][3]["source"][4] = (
-        "    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, 'SGD')"
+        "    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, 'SGD', gradient_noise_scale=0.5)"
         "  # est2tpu: ignore[TPU004]\n"
     )
     path = tmp_path / "demo.ipynb"

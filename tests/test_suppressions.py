@@ -8,14 +8,14 @@ from pathlib import Path
 from est2tpu import api, suppressions
 from est2tpu.ftypes import Finding, Position, Status
 
-# TPU004 refuses here: optimize_loss has no optimizer to wrap (line 6).
+# TPU004 refuses here: optimize_loss with gradient noise is not expanded (line 6).
 REFUSED = """\
 import tensorflow as tf
 
 
 def model_fn(features, labels, mode, params):
     loss = tf.reduce_mean(features["x"])
-    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, "SGD"){comment}
+    train_op = tf.contrib.layers.optimize_loss(loss, None, 0.1, "SGD", gradient_noise_scale=0.5){comment}
     return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
 
