@@ -412,9 +412,7 @@ def _run(
     if enabled(AMBIGUOUS_IMPORT_ID) and ran:
         found.update(_ambiguous_imports(module, path))
     # The engine reports everything; suppression comments are honoured here.
-    findings = suppressions.apply(
-        set(state.findings), suppressions.find(source), enabled=enabled, path=path
-    )
+    findings = suppressions.apply(found, suppressions.find(source), enabled=enabled, path=path)
     # The message breaks ties: a set's order changes with each process's string hashing.
     result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id, f.message))
     result.edits = state.edits

@@ -30,11 +30,12 @@ PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "two_m
 INTERRUPT_AFTER_FIRST_WRITE = """
 import os, signal, sys
 import est2tpu.cli as cli
-real = cli.write_atomic
+real = cli.write_file
 def write_then_interrupt(*args, **kwargs):
-    real(*args, **kwargs)
+    written = real(*args, **kwargs)
     os.kill(os.getpid(), signal.SIGINT)
-cli.write_atomic = write_then_interrupt
+    return written
+cli.write_file = write_then_interrupt
 sys.argv = ["est2tpu", *sys.argv[1:]]
 cli.main()
 """
