@@ -343,6 +343,45 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
+def names_read(node: cst.CSTNode) -> list[cst.Name]:
+    """Name nodes under `node`, minus attribute names and keywords, not entering defs."""
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    walk(node, V())
+    return found
+
+
+def indented_blocks(node: cst.CSTNode, *, into_defs: bool = True) -> list[cst.IndentedBlock]:
+    """The indented blocks under `node`, in visiting order; with `into_defs=False`, not those
+    of the defs nested in it (`node` itself may be a def)."""
+    found: list[cst.IndentedBlock] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return into_defs or n is node
+
+        def visit_IndentedBlock(self, n: cst.IndentedBlock) -> None:
+            found.append(n)
+
+    walk(node, V())
+    return found
+
+
 def free_names(node: cst.CSTNode) -> list[cst.Name]:
     """Name nodes read in an expression, minus attribute names, keywords and names bound
     by lambdas/comprehensions inside it."""

@@ -18,6 +18,7 @@ import libcst as cst
 from est2tpu.cstutil import (
     assigned_names,
     free_names,
+    indented_blocks,
     iter_calls,
     kwarg,
     unique_name,
@@ -618,31 +619,11 @@ def _header_reads(stmt: cst.BaseStatement, var: str) -> bool:
     return total > sum(n.value == var for st in inner for n in free_names(st))
 
 
-def _blocks_in(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
-    out: list[cst.IndentedBlock] = []
-
-    class V(cst.CSTVisitor):
-        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-            out.append(node)
-
-    walk(stmt, V())
-    return out
-
-
 def _defining_statements(
     fn: cst.FunctionDef, var: str, helper: Callable[[cst.BaseExpression], bool]
 ) -> tuple[cst.IndentedBlock, list[int]]:
     """The block and indices of `var = {...}` and the `var[k] = ...`/`var.update` after it."""
-    blocks: list[cst.IndentedBlock] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-            blocks.append(node)
-
-    walk(fn, V())
+    blocks = indented_blocks(fn, into_defs=False)
     found: list[tuple[cst.IndentedBlock, int, str]] = []
     other_reads = 0
     # Blocks inside a loop (or if/with) that only fills the dict (`for k in keys:
@@ -651,7 +632,7 @@ def _defining_statements(
     for block in blocks:
         for stmt in block.body:
             if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
-                inside_fills.update(id(b) for b in _blocks_in(stmt))
+                inside_fills.update(id(b) for b in indented_blocks(stmt))
     for block in blocks:
         if id(block) in inside_fills:
             continue

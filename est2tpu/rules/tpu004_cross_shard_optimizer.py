@@ -6,7 +6,16 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from est2tpu.cstutil import add_param, assigned_names, has_param, iter_calls, unique_name, walk
+from est2tpu.cstutil import (
+    add_param,
+    assigned_names,
+    has_param,
+    indented_blocks,
+    iter_calls,
+    names_read,
+    unique_name,
+    walk,
+)
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
@@ -575,17 +584,7 @@ def _join_point(fn: cst.FunctionDef, name: str, bindings: int) -> cst.BaseStatem
     """The statement after which every binding of `name` has happened: the last of a run of
     statements in one block that assign it directly or in the branches of an if/elif/else,
     with no read of it in between (it is used only once the branches joined)."""
-    blocks: list[cst.IndentedBlock] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-            blocks.append(node)
-
-    walk(fn, V())
-    for block in blocks:
+    for block in indented_blocks(fn, into_defs=False):
         hits = []
         found = 0
         for i, st in enumerate(block.body):
@@ -598,7 +597,7 @@ def _join_point(fn: cst.FunctionDef, name: str, bindings: int) -> cst.BaseStatem
         if found != bindings:
             continue
         run = block.body[hits[0] : hits[-1] + 1]
-        names = [n for st in run for n in _names(st) if n.value == name]
+        names = [n for st in run for n in names_read(st) if n.value == name]
         targets = sum(_assigns(st, name) for st in run) + sum(
             _branch_assignments(st, name) for st in run if isinstance(st, cst.If)
         )
@@ -606,25 +605,3 @@ def _join_point(fn: cst.FunctionDef, name: str, bindings: int) -> cst.BaseStatem
             return None  # read before the branches join: wrapping after them is too late
         return block.body[hits[-1]]
     return None
-
-
-def _names(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            walk(n.value, self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            walk(n.value, self)
-            return False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    walk(node, V())
-    return found

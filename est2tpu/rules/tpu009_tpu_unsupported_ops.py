@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstutil import add_param, assigned_names, free_names, has_param, iter_calls, walk
+from est2tpu.cstutil import (
+    add_param,
+    assigned_names,
+    free_names,
+    has_param,
+    iter_calls,
+    names_read,
+    walk,
+)
 from est2tpu.rule import FileState, Rule
 
 # Summaries a model_fn writes that move to host_call as the TPU reference models write them
@@ -244,7 +252,7 @@ class TpuUnsupported(Rule):
                 n
                 for other in body.body
                 if id(other) not in summary_ids and other is not st
-                for n in _reads_outside_defs(other)
+                for n in names_read(other)
                 if n.value == m
             ]
             if not reads:
@@ -369,26 +377,3 @@ class TpuUnsupported(Rule):
                 return True
 
         walk(fn, V())
-
-
-def _reads_outside_defs(node: cst.CSTNode) -> list[cst.Name]:
-    """Names read in `node`, not entering nested defs (metric_fn has its own copy)."""
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            walk(n.value, self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            walk(n.value, self)
-            return False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    walk(node, V())
-    return found
