@@ -27,6 +27,19 @@ from est2tpu.api import migrate_source
 from est2tpu.ftypes import Target
 
 PROGRAM = Path(__file__).with_name("programs") / "hooks_and_distribute.py"
+# The steps TF1's SummarySaverHook labels the train_rmse summaries with: the first step of
+# each train() call, then every save_summary_steps (5). Between writes the hook computes its
+# next step from a global step fetched in the same session.run as the train op, a read that
+# races the increment: measured on TF 2.15 (CI, 2 cores), one run in several writes at step 5
+# instead of 6 (the same can happen at 11 instead of 12 in the second train() call). The first
+# schedule is TF1's when the read is not stale.
+TF1_SCHEDULES = [[1, a, 7, b] for a in (6, 5) for b in (12, 11)]
+
+
+def _steps(summaries: list[tuple[int, float]]) -> list[int]:
+    return [step for step, _ in summaries]
+
+
 LOGGED = re.compile(r"INFO:tensorflow:(hook_loss|named_mse) = (\S+)")
 
 
@@ -82,8 +95,9 @@ def test_hooks_strategies_and_metric_summary_train_like_the_original(
         assert sorted(migrated[phase]) == sorted(original[phase])
         for key, want in original[phase].items():
             assert migrated[phase][key] == pytest.approx(want, rel=1e-4), (phase, key)
-    # TF1 wrote the summary at the first step of each train() call, then every 5.
-    assert [step for step, _ in original["train_summaries"]["train_rmse"]] == [1, 6, 7, 12]
+    # TF1 wrote the summary at the first step of each train() call, then every 5 (or one
+    # step early: see TF1_SCHEDULES).
+    assert _steps(original["train_summaries"]["train_rmse"]) in TF1_SCHEDULES
     assert "loss" in migrated["train_summaries"]
     # hook_loss at iterations 0, 3 of the first train() (steps 1, 4) and 0, 3, 6 of the
     # second (7, 10, 13); named_mse at iterations 0 and 4 of the second (7, 11).
@@ -120,5 +134,11 @@ def test_metric_update_op_summary_is_written_with_tensorboard(
     original = _run(harness, harness.tf_python(), original_program, tmp_path / "original")
     want = original["train_summaries"]["train_rmse"]
     got = migrated["train_summaries"]["train_rmse"]
-    assert [step for step, _ in got] == [step for step, _ in want]
-    assert [value for _, value in got] == pytest.approx([value for _, value in want], rel=1e-4)
+    assert _steps(want) in TF1_SCHEDULES
+    # The facade keeps TF1's schedule when its step read is not stale.
+    assert _steps(got) == TF1_SCHEDULES[0]
+    # Where both wrote a summary (every step when TF1's read was not stale) the values agree.
+    common = dict(want).keys() & dict(got).keys()
+    assert {1, 7} <= common
+    for step in sorted(common):
+        assert dict(got)[step] == pytest.approx(dict(want)[step], rel=1e-4), step
