@@ -7,7 +7,7 @@
 # - .venv-tfcur: current TensorFlow (+ tf-keras) for the tf2 target's tests, built by
 #   scripts/tfcur-env.sh.
 # - .venv-tfcur-nokeras: current TensorFlow alone (what `pip install tensorflow-cpu` gives),
-#   built by scripts/tfcur-nokeras-env.sh (one more TensorFlow install: 1-3.5 min, 1.3 GB).
+#   built by scripts/tfcur-env.sh --no-keras (one more TensorFlow install: 1-3.5 min, 1.3 GB).
 # Extra arguments go to pytest. Without any, this is the full run: ruff and mypy first, then
 # the whole suite in two worker processes (pytest-xdist; EST2TPU_TEST_WORKERS=0 runs it in
 # this one). With arguments only pytest runs, as asked, unless EST2TPU_LINT=1 (`make check`).
@@ -30,9 +30,7 @@ if [ -f scripts/tf215-env.sh ]; then
 fi
 if [ -f scripts/tfcur-env.sh ]; then
   bash scripts/tfcur-env.sh
-fi
-if [ -f scripts/tfcur-nokeras-env.sh ]; then
-  bash scripts/tfcur-nokeras-env.sh
+  bash scripts/tfcur-env.sh --no-keras
 fi
 if [ -x .venv-tfcur/bin/python ]; then
   export EST2TPU_TFCUR_PYTHON="$PWD/.venv-tfcur/bin/python"

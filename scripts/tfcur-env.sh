@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Create .venv-tfcur (Python 3.12 or 3.11, current TensorFlow CPU + tf-keras + tensorboard) for
-# the tf2 tests.
+# Create the current-TensorFlow environments of the tf2 tests (Python 3.12 or 3.11):
+#
+#   scripts/tfcur-env.sh              .venv-tfcur: tensorflow-cpu + tf-keras + tensorboard, what
+#                                     `est2tpu[tf2]` installs next to TensorFlow
+#   scripts/tfcur-env.sh --no-keras   .venv-tfcur-nokeras: tensorflow-cpu alone, what
+#                                     `pip install tensorflow-cpu` gives a user (Keras 3)
 #
 # Idempotent: when the environment exists and its marker matches the requirements, it only
 # prints the ready line.  tf-keras is installed with --no-deps: its metadata requires the
@@ -10,12 +14,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-VENV=.venv-tfcur
-REQUIREMENTS="tensorflow-cpu tf-keras(--no-deps) tensorboard"
-MARKER="$VENV/.est2tpu-tfcur"
+case "${1:-}" in
+  "")
+    NAME=tfcur-env
+    VENV=.venv-tfcur
+    REQUIREMENTS="tensorflow-cpu tf-keras(--no-deps) tensorboard"
+    MARKER="$VENV/.est2tpu-tfcur"
+    KERAS_PACKAGE=tf-keras
+    ;;
+  --no-keras)
+    NAME=tfcur-nokeras-env
+    VENV=.venv-tfcur-nokeras
+    REQUIREMENTS="tensorflow-cpu"
+    MARKER="$VENV/.est2tpu-tfcur-nokeras"
+    KERAS_PACKAGE=keras
+    ;;
+  *)
+    echo "usage: scripts/tfcur-env.sh [--no-keras]" >&2
+    exit 2
+    ;;
+esac
 
 if [ -x "$VENV/bin/python" ] && [ -f "$MARKER" ] && [ "$(head -n1 "$MARKER")" = "$REQUIREMENTS" ]; then
-  echo "tfcur-env: $VENV ready ($(tail -n1 "$MARKER"))"
+  echo "$NAME: $VENV ready ($(tail -n1 "$MARKER"))"
   exit 0
 fi
 
@@ -30,7 +51,7 @@ if [ -z "$PYTHONCUR" ]; then
   done
 fi
 if [ -z "$PYTHONCUR" ]; then
-  echo "tfcur-env: neither python3.12 nor python3.11 runs here (set PYTHONCUR)" >&2
+  echo "$NAME: neither python3.12 nor python3.11 runs here (set PYTHONCUR)" >&2
   exit 1
 fi
 
@@ -38,6 +59,12 @@ build() {
   [ -x "$VENV/bin/python" ] || "$PYTHONCUR" -m venv "$VENV" || return 1
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip || return 1
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check tensorflow-cpu || return 1
+  if [ "$KERAS_PACKAGE" = keras ]; then
+    TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/python" -c \
+      "import importlib.util as u, tensorflow as tf; assert u.find_spec('tf_keras') is None; \
+assert tf.keras.__version__.startswith('3.')" || return 1
+    return 0
+  fi
   local tf_version
   tf_version=$("$VENV/bin/python" -c \
     "import importlib.metadata as m; print(m.version('tensorflow-cpu'))") || return 1
@@ -56,10 +83,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if ! build >"$log" 2>&1; then
   cat "$log" >&2
-  echo "tfcur-env: building $VENV failed" >&2
+  echo "$NAME: building $VENV failed" >&2
   exit 1
 fi
 version=$("$VENV/bin/python" -c "import importlib.metadata as m; \
-print('tensorflow-cpu', m.version('tensorflow-cpu') + ',', 'tf-keras', m.version('tf-keras'))")
+print('tensorflow-cpu', m.version('tensorflow-cpu') + ',', '$KERAS_PACKAGE', m.version('$KERAS_PACKAGE'))")
 printf '%s\n%s\n' "$REQUIREMENTS" "$version" >"$MARKER"
-echo "tfcur-env: $VENV ready ($version)"
+echo "$NAME: $VENV ready ($version)"

@@ -121,7 +121,7 @@ def test_without_tf_keras_the_program_stops_at_import_with_the_fix(
     if not (python and Path(python).is_file()):
         if os.environ.get("EST2TPU_REQUIRE_TF") == "1":
             pytest.fail(f"EST2TPU_REQUIRE_TF=1 but {NOKERAS_PYTHON_ENV} is not set")
-        pytest.skip(f"{NOKERAS_PYTHON_ENV} is not set (scripts/tfcur-nokeras-env.sh)")
+        pytest.skip(f"{NOKERAS_PYTHON_ENV} is not set (scripts/tfcur-env.sh --no-keras)")
     project = _migrated_project(harness, tmp_path / "project")
     proc = subprocess.run(
         [
