@@ -32,6 +32,7 @@ reduced text and splices the defs back, byte for byte.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import dataclasses
@@ -252,6 +253,7 @@ def _units(text: str, too_deep: Callable[[ast.AST], bool] | None) -> list[_Unit]
     breaks = [i for i, line in enumerate(lines) if i and _DEF_START.match(line)]
     breaks.append(len(lines) - 1)  # the text ends with a newline: its last "line" is empty
     units: list[_Unit] = []
+    flags = 0  # the `from __future__` imports the first piece makes
     budget = 3 * len(text)  # a string holding many `def` lines makes pieces fail to compile
     a = 0
     k = 0
@@ -275,6 +277,14 @@ def _units(text: str, too_deep: Callable[[ast.AST], bool] | None) -> list[_Unit]
             if too_deep is not None and too_deep(tree):
                 return None
             assert isinstance(tree, ast.Module)
+            if not a:
+                flags = _future_flags(tree)
+            try:
+                # As the whole text's `compile` would (the pipeline's verify step): a def set
+                # aside is then known to compile, wherever the rules' output puts it.
+                compile(tree, "<est2tpu>", "exec", flags, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                return None
             for stmt in tree.body:
                 first = stmt.lineno - 1 + a
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -297,6 +307,16 @@ def _units(text: str, too_deep: Callable[[ast.AST], bool] | None) -> list[_Unit]
             a = b
             k += 1
     return units
+
+
+def _future_flags(tree: ast.Module) -> int:
+    flags = 0
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            for alias in stmt.names:
+                feature = getattr(__future__, alias.name, None)
+                flags |= getattr(feature, "compiler_flag", 0)
+    return flags
 
 
 def _kept(

@@ -460,6 +460,7 @@ def _run(
         use_runtime=use_runtime,
         original_text=split.text if split is not None else source,
     )
+    verified = False
     if split is not None:
         if new_text == split.text:
             new_text = source
@@ -470,9 +471,17 @@ def _run(
                 whole = parse(source)
                 _run(result, whole, index, target, select, ignore, use_runtime, source)
                 return
+            # The defs set aside compiled on their own (`inert.split`): the rest must too.
+            try:
+                verify(new_text, path)
+            except MigrationError:
+                verify(restored, path)  # the whole text's own message
+                raise
             new_text = restored
+            verified = True
     if new_text != source:
-        verify(new_text, path)
+        if not verified:
+            verify(new_text, path)
         result.status = Status.CHANGED
     result.new_text = new_text
     ran = [cls.ID for cls in rules]
