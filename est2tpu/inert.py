@@ -36,6 +36,7 @@ import __future__
 
 import ast
 import dataclasses
+import itertools
 import keyword
 import re
 import sys
@@ -195,6 +196,8 @@ def split(
         return None
     if "\f" in text or _LONE_CR.search(text):
         return None  # the engine refuses or reports these; let it, on the whole text
+    if not _worth_trying(text):
+        return None
     units = _units(text, too_deep)
     if units is None or len(units) < MIN_STATEMENTS:
         return None
@@ -241,6 +244,36 @@ def split(
         return None
     out.append(text[done:])
     return Split("".join(out), texts)
+
+
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]+([^\n]*)", re.MULTILINE)
+_DEF_LINE = re.compile(r"^(?:@|def\b|class\b|async\b)", re.MULTILINE)
+# Below this share of the text in defs that may be inert, `split` costs more than it saves.
+MIN_SHARE = 0.3
+
+
+def _worth_trying(text: str) -> bool:
+    """A guess from the text alone (no parse): may at least MIN_SHARE of it be inert defs?
+
+    Every name on an import line of anything but an unrelated module counts as tied to the
+    rules (more than `_kept` counts, so the guess errs towards not trying); a chunk between
+    two lines that open a def counts as inert when it mentions none of them. TensorFlow's
+    own big modules, where nearly every def uses TensorFlow, are not tried.
+    """
+    tainted: set[str] = set()
+    for match in _IMPORT_LINE.finditer(text):
+        top = _IDENT.findall(match.group(1) or match.group(2))[:1]
+        if not top or top[0] not in _UNRELATED:
+            tainted.update(_IDENT.findall(match.group(0)))
+    starts = [m.start() for m in _DEF_LINE.finditer(text)] + [len(text)]
+    inert = 0
+    for a, b in itertools.pairwise(starts):
+        chunk = text[a:b]
+        if tainted.isdisjoint(_IDENT.findall(chunk)) and not any(
+            token in chunk for token in _NEVER_ASIDE
+        ):
+            inert += b - a
+    return inert >= MIN_SHARE * len(text)
 
 
 def _units(text: str, too_deep: Callable[[ast.AST], bool] | None) -> list[_Unit] | None:

@@ -301,3 +301,22 @@ def test_every_project_gives_the_same_results(
         if not aside == after == plain:
             differ.append(root.name)
     assert not differ
+
+
+def test_a_module_of_tensorflow_defs_is_not_even_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TensorFlow's own big modules: nearly every def uses it, so Python's parse of the
+    pieces would be spent for nothing (`_worth_trying` says so from the text)."""
+    monkeypatch.setattr(inert, "MIN_LINES", 0)
+    tf_helpers = "".join(
+        f"\n\ndef op_{n}(x):\n    return array_ops.identity(x) + {n}\n" for n in range(60)
+    )
+    text = "from tensorflow.python.ops import array_ops\nimport numpy as np\n" + tf_helpers
+
+    def never(*args: object) -> None:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(inert, "_units", never)
+    assert inert.split(text) is None
+    # while a module of numpy helpers is
+    with pytest.raises(AssertionError, match="parsed"):
+        inert.split(text.replace("array_ops.identity(x)", "np.abs(x)"))
