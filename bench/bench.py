@@ -108,6 +108,10 @@ def row(name: str, t: tuple[float, float, int], base: float | None) -> str:
     return f"| {name} | {t[0]:.1f} | {ratio} | {t[1]:.0f} |"
 
 
+# What the summary table (issue 21's rows) is made of: name -> (seconds, max RSS MB, exit).
+MEASURED: dict[str, tuple[float, float, int]] = {}
+
+
 def bench_trees(work: Path, quick: bool) -> list[str]:
     est = SITE / "tensorflow_estimator"
     full = [SITE / "tensorflow", est]
@@ -149,18 +153,14 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
     lines.append(
         row("tf_upgrade_v2, tensorflow + tensorflow_estimator (1,963 files)", up_full, up_full[0])
     )
-    lines.append(row("est2tpu check cold, full", check(full, "--no-cache"), up_full[0]))
-    lines.append(
-        row(
-            "est2tpu check --target tf2 cold, full",
-            check(full, "--no-cache", "--target", "tf2"),
-            up_full[0],
-        )
-    )
+    MEASURED["up_full"] = up_full
+    MEASURED["cold"] = check(full, "--no-cache")
+    lines.append(row("est2tpu check cold, full", MEASURED["cold"], up_full[0]))
+    MEASURED["cold_tf2"] = check(full, "--no-cache", "--target", "tf2")
+    lines.append(row("est2tpu check --target tf2 cold, full", MEASURED["cold_tf2"], up_full[0]))
     check(full, "--cache-dir", str(cache))
-    lines.append(
-        row("est2tpu check warm (cache), full", check(full, "--cache-dir", str(cache)), up_full[0])
-    )
+    MEASURED["warm"] = check(full, "--cache-dir", str(cache))
+    lines.append(row("est2tpu check warm (cache), full", MEASURED["warm"], up_full[0]))
     lines.append(row("LibCST parse-only (pre-filtered files), full", parse_only(full), up_full[0]))
     copies = work / "five"
     for n in range(5):
@@ -168,6 +168,8 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
             shutil.copytree(tree, copies / f"copy{n}" / tree.name)
     files = sum(1 for _ in copies.rglob("*.py"))
     five = check([copies], "--no-cache")
+    MEASURED["five"] = five
+    MEASURED["five_files"] = (float(files), 0.0, 0)
     name = (
         f"est2tpu check cold, five copies of the trees ({files:,} files, "
         f"{1000 * five[0] / files:.2f} s per 1,000 files; × five tf_upgrade_v2 runs)"
@@ -178,8 +180,8 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
 
 def bench_linearity(work: Path) -> list[str]:
     lines = [
-        "| share of the trees | files | est2tpu cold s | s per 100 files |",
-        "|---:|---:|---:|---:|",
+        "| share of the trees | files | est2tpu cold s | s per 100 files | max RSS MB |",
+        "|---:|---:|---:|---:|---:|",
     ]
     for fraction in (0.25, 0.5, 1.0):
         dest = tree_subset(
@@ -187,7 +189,7 @@ def bench_linearity(work: Path) -> list[str]:
         )
         n = sum(1 for _ in dest.rglob("*.py"))
         t = check([dest], "--no-cache")
-        lines.append(f"| {fraction:.0%} | {n} | {t[0]:.1f} | {100 * t[0] / n:.2f} |")
+        lines.append(f"| {fraction:.0%} | {n:,} | {t[0]:.1f} | {100 * t[0] / n:.2f} | {t[1]:.0f} |")
     return lines
 
 
@@ -217,6 +219,9 @@ def bench_big_module(work: Path, helpers: tuple[int, ...] = HELPERS) -> list[str
         up: tuple[float, float, int] | None = None
         if n == max(helpers) and TF_PY.exists():
             up = tf_upgrade(tree, work / f"up_big{n}")
+        if up:
+            MEASURED["big"], MEASURED["up_big"] = ours, up
+            MEASURED["big_helpers"] = (float(n), 0.0, 0)
         up_cells = f"{up[0]:.1f} | {up[1]:.0f} | {ours[0] / up[0]:.3f}" if up else "| |"
         lines.append(
             f"| {n:,} helpers | {text.count(chr(10)):,} | {ours[0]:.1f} | {ours[1]:.0f} | "
@@ -477,6 +482,10 @@ def main() -> None:
                     "\n".join(bench_tf2_vs_keras(work, args.tf2_steps, replicas, args.tf2_rounds)),
                     flush=True,
                 )
+    if MEASURED:
+        tables["summary"] = summary()
+        print()
+        print("\n".join(tables["summary"]), flush=True)
     print(
         f"load average {os.getloadavg()[0]:.1f} at the end; children max RSS "
         f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB"
@@ -485,40 +494,113 @@ def main() -> None:
         write_docs(tables, " ".join(sys.argv[1:]))
 
 
+def summary() -> list[str]:
+    """Issue 21's table from what this run measured: est2tpu and tf_upgrade_v2 side by side,
+    with each process's peak RSS and the goal."""
+    m = MEASURED
+    lines = [
+        (
+            "| work | est2tpu s | max RSS MB | tf_upgrade_v2 s | max RSS MB | × tf_upgrade_v2 "
+            "| goal | met |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+
+    def add(
+        work: str,
+        ours: tuple[float, float, int],
+        up: tuple[float, float, int] | None,
+        goal: str,
+        met: bool,
+        seconds: str | None = None,
+    ) -> None:
+        up_cells = f"{up[0]:.1f} | {up[1]:.0f} | {ours[0] / up[0]:.3f}" if up else " | | "
+        shown = seconds or f"{ours[0]:.1f}"
+        lines.append(
+            f"| {work} | {shown} | {ours[1]:.0f} | {up_cells} | {goal} | "
+            f"{'yes' if met else '**no**'} |"
+        )
+
+    if "cold" in m:
+        up = m["up_full"]
+        add(
+            "TF 2.15 `tensorflow` + `tensorflow_estimator` (1,963 files), `check` cold, "
+            "tpu-estimator",
+            m["cold"],
+            up,
+            "≤ 0.04 ×",
+            m["cold"][0] <= 0.04 * up[0],
+        )
+        add(
+            "same tree, `--target tf2`",
+            m["cold_tf2"],
+            up,
+            "≤ 0.04 ×",
+            m["cold_tf2"][0] <= 0.04 * up[0],
+        )
+        add(
+            "same tree, warm re-run",
+            m["warm"],
+            None,
+            "≤ 0.3 s",
+            m["warm"][0] <= 0.3,
+            f"{m['warm'][0]:.2f}",
+        )
+    if "five" in m:
+        files = int(m["five_files"][0])
+        per = 1000 * m["five"][0] / files
+        add(
+            f"five copies of that tree ({files:,} files), cold",
+            m["five"],
+            None,
+            "≤ 0.5 s per 1,000 files",
+            per <= 0.5,
+            f"{m['five'][0]:.1f} = {per:.2f} s per 1,000 files",
+        )
+    if "big" in m:
+        ours, up = m["big"], m["up_big"]
+        add(
+            f"one module of {int(m['big_helpers'][0]):,} small helper functions around a "
+            "model_fn and an Estimator, `migrate --diff`",
+            ours,
+            up,
+            "≤ 0.3 ×, ≤ 300 MB",
+            ours[0] <= 0.3 * up[0] and ours[1] <= 300,
+        )
+    return lines
+
+
 TITLES = {
+    "summary": "Issue 21's table: est2tpu and tf_upgrade_v2 side by side",
     "trees": "TF 2.15 `tensorflow` + `tensorflow_estimator` against tf_upgrade_v2",
     "linearity": "Time against tree size",
     "big": "One big module (a model_fn and an Estimator among N helper functions)",
 }
+README = REPO / "README.md"
+# The README shows these of the tables (between the same markers as docs/performance.md).
+README_TABLES = ("summary", "big")
 
 
 def write_docs(tables: dict[str, list[str]], argv: str) -> None:
-    """docs/performance.md: one section per table, each replaced only when it was run."""
-    old = DOCS.read_text(encoding="utf-8") if DOCS.exists() else ""
-    sections: dict[str, str] = {}
-    for key in TITLES:
-        start, end = f"<!-- bench:{key} -->", f"<!-- /bench:{key} -->"
-        if start in old and end in old:
-            sections[key] = old[old.index(start) : old.index(end) + len(end)]
+    """Replace each measured table in docs/performance.md (a new section at the end when it
+    has none yet) and in the README (where it has the table's markers); the text around the
+    tables is left as it is."""
     stamp = (
         f"Measured with `python bench/bench.py {argv}`, {time.strftime('%Y-%m-%d')}, on "
         f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end)."
     )
-    for key, lines in tables.items():
-        if key in TITLES:
-            body = "\n".join(lines)
-            sections[key] = f"<!-- bench:{key} -->\n{stamp}\n\n{body}\n<!-- /bench:{key} -->"
-    parts = [
-        (
-            "# Performance\n\nWritten by `python bench/bench.py --write-docs` (each section by "
-            "the run that measured it). Timings on a shared machine are noisy: read the ratios.\n"
-        )
-    ]
-    for key, title in TITLES.items():
-        if key in sections:
-            parts.append(f"## {title}\n\n{sections[key]}\n")
-    DOCS.parent.mkdir(parents=True, exist_ok=True)
-    DOCS.write_text("\n".join(parts), encoding="utf-8")
+    for path in (DOCS, README):
+        text = path.read_text(encoding="utf-8") if path.exists() else "# Performance\n"
+        for key, lines in tables.items():
+            if key not in TITLES or (path == README and key not in README_TABLES):
+                continue
+            start, end = f"<!-- bench:{key} -->", f"<!-- /bench:{key} -->"
+            block = f"{start}\n{stamp}\n\n" + "\n".join(lines) + f"\n{end}"
+            if start in text and end in text:
+                text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
+            elif path == DOCS:
+                text = text.rstrip("\n") + f"\n\n## {TITLES[key]}\n\n{block}\n"
+        path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

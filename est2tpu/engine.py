@@ -164,6 +164,11 @@ def _deepest(tree: ast.AST, limit: int) -> tuple[ast.AST, int]:
     return best
 
 
+def too_deep(tree: ast.AST) -> bool:
+    """Does Python's tree of some code nest deeper than `parse` accepts?"""
+    return _deepest(tree, MAX_NESTING)[1] > MAX_NESTING
+
+
 def nesting_depth(text: str) -> int:
     """How deeply `text` nests, counted as MAX_NESTING counts (0 when Python cannot parse it)."""
     try:

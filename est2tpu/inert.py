@@ -22,28 +22,51 @@ A top-level `def` or `class` is inert unless something ties it to what the rules
 
 Every other top-level statement is kept. "Mentions" is over the statement's source text
 (identifiers, including those in strings and comments): over-approximate, never under.
+
+In a big module (`MIN_LINES`) the same is done before LibCST ever sees the text (`split`):
+parsing 45,000 lines with LibCST took most of the time left and 800 MB. Python's own parser
+finds the top-level statements; without the index, a def is also kept when it mentions what
+the byte pre-filter looks for, or when another file of the run mentions its name (the index
+reaches defs in other modules by name). The pipeline parses, indexes and migrates the
+reduced text and splices the defs back, byte for byte.
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
 import dataclasses
+import itertools
 import keyword
 import re
 import sys
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Collection, Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from est2tpu.index import ProjectIndex
 from est2tpu.names import ImportTable
+from est2tpu.scan import PREFILTER_TOKENS
 
 # Below this many top-level statements the bookkeeping costs more than it saves.
 MIN_STATEMENTS = 40
+# From this many lines on, the inert defs are set aside before LibCST parses the module
+# (`split`): parsing 45,000 lines took most of the time and 800 MB.
+MIN_LINES = 1_000
 
 _IDENT = re.compile(r"[^\W\d]\w*")
 _MARK = "__est2tpu_inert_"
 _STAR = re.compile(r"\bimport\s*\(?\s*\*")
+# Before parsing: placeholders of their own, so that the engine's (`reduce`) never equal one.
+_ASIDE = "__est2tpu_aside_"
+# A line that may start a top-level def or class (or a decorator of one).
+_DEF_START = re.compile(r"(?:@|def\b|class\b|async\b)")
+_LONE_CR = re.compile(r"\r(?!\n)")
+# A def mentioning any of these is kept: they are what the byte pre-filter lets through, so
+# what the index and the rules could react to, whatever the imports say.
+_NEVER_ASIDE = (*(t.decode() for t in PREFILTER_TOKENS), "tensorflow")
 # Modules whose names no rule resolves to anything it acts on.
 _UNRELATED = frozenset(sys.stdlib_module_names) | {"numpy", "pandas", "scipy"}
 _KEYWORDS = frozenset({"import", "global", "nonlocal"})
@@ -87,54 +110,10 @@ def reduce(module: cst.Module, text: str, path: str, index: ProjectIndex) -> Red
     )
     if any(_STAR.search(code) for code, w in zip(codes, words, strict=True) if "import" in w):
         return None  # a star import binds names no table lists
-    idents = [w - _PYTHON_KEYWORDS for w in words]
     is_def = [isinstance(s, (cst.FunctionDef, cst.ClassDef)) for s in body]
     names = [s.name.value if isinstance(s, (cst.FunctionDef, cst.ClassDef)) else "" for s in body]
 
-    tainted = {name for name, target in imports.bindings.items() if _related(target)}
-    # Names the rules resolve to unrelated modules (numpy as np) lead nowhere, wherever
-    # they appear, the import statements included.
-    unrelated = set(imports.bindings) - tainted
-    tainted |= _scopes_in(index, path)
-    # The import block (and what comes before it) stays: LibCST adds imports after it.
-    first = 1 + max((i for i, w in enumerate(words) if "import" in w), default=-1)
-    kept = [not d or i < first or i == len(body) - 1 for i, d in enumerate(is_def)]
-
-    by_ident: dict[str, list[int]] = {}
-    by_name: dict[str, list[int]] = {}
-    for i, ids in enumerate(idents):
-        if is_def[i]:
-            for ident in ids:
-                by_ident.setdefault(ident, []).append(i)
-            by_name.setdefault(names[i], []).append(i)
-    done = [False] * len(body)
-    todo: list[int] = []
-
-    def keep(i: int) -> None:
-        if not done[i]:
-            done[i] = kept[i] = True
-            todo.append(i)
-
-    spread: set[str] = set()
-
-    def spread_from(idents_bound: set[str]) -> None:
-        for ident in idents_bound - spread:
-            spread.add(ident)
-            for j in by_ident.get(ident, ()):
-                keep(j)
-
-    for i, w in enumerate(words):
-        if kept[i] or w & _KEYWORDS:
-            keep(i)
-    spread_from(tainted)
-    while todo:
-        i = todo.pop()
-        # What it binds at module level: a def its name, anything else every name it
-        # mentions (over, never under); and the defs it mentions by name.
-        spread_from({names[i]} if is_def[i] else idents[i] - unrelated)
-        for ident in idents[i]:
-            for j in by_name.get(ident, ()):
-                keep(j)
+    kept = _kept(words, is_def, names, imports.bindings, _scopes_in(index, path))
 
     newline = module.default_newline
     texts: dict[str, str] = {}
@@ -166,6 +145,275 @@ def reduce(module: cst.Module, text: str, path: str, index: ProjectIndex) -> Red
     if not texts:
         return None
     return Reduced(module.with_changes(body=new_body), texts)
+
+
+@dataclasses.dataclass
+class Split:
+    """A module's text with its inert defs set aside before any parse (see `split`)."""
+
+    text: str  # what LibCST parses and the rules see: same lines, placeholders for defs
+    texts: dict[str, str]  # placeholder (its lines) -> the defs' text (the same lines)
+
+    def restore(self, text: str) -> str | None:
+        """The full text from the reduced one (the rules' output); None if a placeholder
+        did not come through exactly once and untouched."""
+        for placeholder, original in self.texts.items():
+            if text.count(placeholder) != 1:
+                return None
+            text = text.replace(placeholder, original)
+        return text
+
+
+@dataclasses.dataclass
+class _Unit:
+    """Top-level statements sharing lines (usually one), as line indices (0-based)."""
+
+    lead: int  # first line, counting the blank and comment lines before it
+    first: int  # first line of its code (a decorator's)
+    last: int
+    name: str  # a def's or class's name; "" for anything else
+
+
+def split(
+    text: str,
+    mentioned: Callable[[Collection[str]], Collection[str]] | None = None,
+    too_deep: Callable[[ast.AST], bool] | None = None,
+) -> Split | None:
+    """`text` with its inert top-level defs replaced by placeholders of as many lines, for
+    LibCST to parse instead of `text`; None when the module is small or anything is unsure.
+
+    Python's own parser (fast, in C) finds the top-level statements, one piece of the text
+    at a time (a piece starts at a line that opens a def, class or decorator and ends where
+    the text up to the next such line compiles on its own; so at most a piece's tree is in
+    memory). The statements kept are `reduce`'s, judged without a tree and without the index:
+    a def is also kept when its text says anything the byte pre-filter looks for, or when
+    `mentioned(names)` (the names of this module's defs that other modules of the run
+    mention) names it, since the index reaches a def in another module by its name.
+    `too_deep(tree)` is the engine's nesting limit: a piece past it leaves the whole text
+    to the engine, which reports it as it always has.
+    """
+    if text.count("\n") < MIN_LINES or not text.endswith("\n"):
+        return None
+    if "\f" in text or _LONE_CR.search(text):
+        return None  # the engine refuses or reports these; let it, on the whole text
+    if not _worth_trying(text):
+        return None
+    units = _units(text, too_deep)
+    if units is None or len(units) < MIN_STATEMENTS:
+        return None
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    codes = [text[starts[u.lead] : starts[u.last + 1]] for u in units]
+    words = [set(_IDENT.findall(code)) for code in codes]
+    imports_code = "".join(c for c, w in zip(codes, words, strict=True) if "import" in w)
+    if _STAR.search(imports_code):
+        return None  # a star import binds names no table lists
+    try:
+        imports = ImportTable.from_module(cst.parse_module(imports_code))
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    is_def = [bool(u.name) for u in units]
+    names = [u.name for u in units]
+    forced = [any(token in code for token in _NEVER_ASIDE) for code in codes]
+    seeds = set(mentioned({n for n in names if n})) if mentioned is not None else set()
+    kept = _kept(words, is_def, names, imports.bindings, seeds, forced)
+
+    out: list[str] = []
+    texts: dict[str, str] = {}
+    done = 0  # offset in `text` copied so far
+    i = 0
+    while i < len(units):
+        if kept[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(units) and not kept[j]:
+            j += 1
+        begin, end = starts[units[i].first], starts[units[j - 1].last + 1]
+        original = text[begin:end]
+        newline = "\r\n" if original.endswith("\r\n") else "\n"
+        lines = original.count("\n")
+        # A string literal of exactly as many lines: every later line keeps its number.
+        placeholder = f'"""{_ASIDE}{len(texts)}__' + newline * (lines - 1) + '"""' + newline
+        texts[placeholder] = original
+        out += [text[done:begin], placeholder]
+        done = end
+        i = j
+    if not texts:
+        return None
+    out.append(text[done:])
+    return Split("".join(out), texts)
+
+
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]+([^\n]*)", re.MULTILINE)
+_DEF_LINE = re.compile(r"^(?:@|def\b|class\b|async\b)", re.MULTILINE)
+# Below this share of the text in defs that may be inert, `split` costs more than it saves.
+MIN_SHARE = 0.3
+
+
+def _worth_trying(text: str) -> bool:
+    """A guess from the text alone (no parse): may at least MIN_SHARE of it be inert defs?
+
+    Every name on an import line of anything but an unrelated module counts as tied to the
+    rules (more than `_kept` counts, so the guess errs towards not trying); a chunk between
+    two lines that open a def counts as inert when it mentions none of them. TensorFlow's
+    own big modules, where nearly every def uses TensorFlow, are not tried.
+    """
+    tainted: set[str] = set()
+    for match in _IMPORT_LINE.finditer(text):
+        top = _IDENT.findall(match.group(1) or match.group(2))[:1]
+        if not top or top[0] not in _UNRELATED:
+            tainted.update(_IDENT.findall(match.group(0)))
+    starts = [m.start() for m in _DEF_LINE.finditer(text)] + [len(text)]
+    inert = 0
+    for a, b in itertools.pairwise(starts):
+        chunk = text[a:b]
+        if tainted.isdisjoint(_IDENT.findall(chunk)) and not any(
+            token in chunk for token in _NEVER_ASIDE
+        ):
+            inert += b - a
+    return inert >= MIN_SHARE * len(text)
+
+
+def _units(text: str, too_deep: Callable[[ast.AST], bool] | None) -> list[_Unit] | None:
+    """The top-level statements of `text`, piece by piece (see `split`); None when a piece
+    does not compile, nests too deeply, or the pieces cost more than a few parses."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    breaks = [i for i, line in enumerate(lines) if i and _DEF_START.match(line)]
+    breaks.append(len(lines) - 1)  # the text ends with a newline: its last "line" is empty
+    units: list[_Unit] = []
+    flags = 0  # the `from __future__` imports the first piece makes
+    budget = 3 * len(text)  # a string holding many `def` lines makes pieces fail to compile
+    a = 0
+    k = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # compile's SyntaxWarnings are the engine's to give
+        while a < len(lines) - 1:
+            while True:
+                b = breaks[k]
+                piece = text[offsets[a] : offsets[b]]
+                budget -= len(piece)
+                if budget < 0:
+                    return None
+                try:
+                    tree = compile(piece, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+                except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                    if b == len(lines) - 1:
+                        return None
+                    k += 1
+                    continue
+                break
+            if too_deep is not None and too_deep(tree):
+                return None
+            assert isinstance(tree, ast.Module)
+            if not a:
+                flags = _future_flags(tree)
+            try:
+                # As the whole text's `compile` would (the pipeline's verify step): a def set
+                # aside is then known to compile, wherever the rules' output puts it.
+                compile(tree, "<est2tpu>", "exec", flags, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                return None
+            for stmt in tree.body:
+                first = stmt.lineno - 1 + a
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    first = min([first, *(d.lineno - 1 + a for d in stmt.decorator_list)])
+                last = (stmt.end_lineno or stmt.lineno) - 1 + a
+                if units and first <= units[-1].last:
+                    # `a = 1; b = 2`: one statement line for LibCST
+                    units[-1].last, units[-1].name = max(last, units[-1].last), ""
+                    continue
+                lead = units[-1].last + 1 if units else 0
+                code = lead
+                while code < first and (not lines[code].strip() or lines[code].lstrip()[0] == "#"):
+                    code += 1
+                name = (
+                    stmt.name
+                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    else ""
+                )
+                units.append(_Unit(lead, code, last, name))
+            a = b
+            k += 1
+    return units
+
+
+def _future_flags(tree: ast.Module) -> int:
+    flags = 0
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            for alias in stmt.names:
+                feature = getattr(__future__, alias.name, None)
+                flags |= getattr(feature, "compiler_flag", 0)
+    return flags
+
+
+def _kept(
+    words: list[set[str]],
+    is_def: list[bool],
+    names: list[str],
+    bindings: dict[str, str],
+    seeds: set[str],
+    forced: list[bool] | None = None,
+) -> list[bool]:
+    """Which top-level statements the rules must see (see the module's docstring).
+
+    `words` are the identifiers each statement's text mentions, `bindings` the module's
+    import table, `seeds` top-level names something outside the statements ties to the rules
+    (the index's scopes, names other modules mention) and `forced` statements kept anyway.
+    """
+    idents = [w - _PYTHON_KEYWORDS for w in words]
+    tainted = {name for name, target in bindings.items() if _related(target)}
+    # Names the rules resolve to unrelated modules (numpy as np) lead nowhere, wherever
+    # they appear, the import statements included.
+    unrelated = set(bindings) - tainted
+    tainted |= seeds
+    # The import block (and what comes before it) stays: LibCST adds imports after it.
+    first = 1 + max((i for i, w in enumerate(words) if "import" in w), default=-1)
+    kept = [not d or i < first or i == len(words) - 1 for i, d in enumerate(is_def)]
+    if forced is not None:
+        kept = [k or f for k, f in zip(kept, forced, strict=True)]
+
+    by_ident: dict[str, list[int]] = {}
+    by_name: dict[str, list[int]] = {}
+    for i, ids in enumerate(idents):
+        if is_def[i]:
+            for ident in ids:
+                by_ident.setdefault(ident, []).append(i)
+            by_name.setdefault(names[i], []).append(i)
+    done = [False] * len(words)
+    todo: list[int] = []
+
+    def keep(i: int) -> None:
+        if not done[i]:
+            done[i] = kept[i] = True
+            todo.append(i)
+
+    spread: set[str] = set()
+
+    def spread_from(idents_bound: set[str]) -> None:
+        for ident in idents_bound - spread:
+            spread.add(ident)
+            for j in by_ident.get(ident, ()):
+                keep(j)
+
+    for i, w in enumerate(words):
+        if kept[i] or w & _KEYWORDS:
+            keep(i)
+    spread_from(tainted)
+    while todo:
+        i = todo.pop()
+        # What it binds at module level: a def its name, anything else every name it
+        # mentions (over, never under); and the defs it mentions by name.
+        spread_from({names[i]} if is_def[i] else idents[i] - unrelated)
+        for ident in idents[i]:
+            for j in by_name.get(ident, ()):
+                keep(j)
+    return kept
 
 
 def _statement_codes(module: cst.Module) -> tuple[list[str], str]:

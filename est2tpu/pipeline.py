@@ -7,6 +7,7 @@ the run's state (`runner.RunState`) and never imports the API.
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 import warnings
@@ -15,14 +16,14 @@ from pathlib import Path
 
 import libcst as cst
 
-from est2tpu import suppressions
+from est2tpu import inert, suppressions
 from est2tpu.cache import store_result
 from est2tpu.cstutil import starts
-from est2tpu.engine import is_selected, parse, select_rules, transform, verify
+from est2tpu.engine import is_selected, parse, select_rules, too_deep, transform, verify
 from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
 from est2tpu.indexer import Indexer
-from est2tpu.names import ImportTable
+from est2tpu.names import ImportTable, spelled_in_code
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
 from est2tpu.runner import Candidate, ProgressFn, RunState, fail, guarded, root_for
@@ -45,17 +46,77 @@ def migrate_source(
         return result
 
     def work() -> None:
-        module = parse(text)
+        module, split = _parse(text, inert.split(text, None, too_deep))
         name = Path(path).stem if path != "-" else "__main__"
         indexer = Indexer(
-            [Indexer.source(path, module, [name], text)],
+            [Indexer.source(path, module, [name], split.text if split else text)],
             use_runtime=use_runtime,
             follow_helpers=target is Target.TF2,
         )
         indexer.register(indexer.modules[path], [name])
-        _run(result, module, indexer.build(), target, select, ignore, use_runtime, text)
+        _run(result, module, indexer.build(), target, select, ignore, use_runtime, text, split)
 
     return guarded(result, work)
+
+
+def _parse(text: str, split: inert.Split | None) -> tuple[cst.Module, inert.Split | None]:
+    """The tree the rules get: of `split`'s text (the inert defs set aside) when there is
+    one, else of the text. Whatever fails on the reduced text is left to the whole text, so
+    that a file fails exactly as it always has."""
+    if split is not None:
+        try:
+            return parse(split.text), split
+        except MigrationError:
+            pass
+    return parse(text), None
+
+
+def _split_candidate(state: RunState, cid: int) -> inert.Split | None:
+    """The candidate's text with its inert defs set aside (`inert.split`), once per run."""
+    if cid not in state.splits:
+        cand = state.cands[cid]
+        split = None
+        if cand.notebook is None:
+            split = inert.split(cand.source, functools.partial(_mentioned, state, cid), too_deep)
+        state.splits[cid] = split
+    return state.splits[cid]
+
+
+def _parse_candidate(state: RunState, cid: int) -> tuple[cst.Module, inert.Split | None]:
+    module, split = _parse(state.cands[cid].source, _split_candidate(state, cid))
+    state.splits[cid] = split
+    return module, split
+
+
+def _mentioned(state: RunState, cid: int, names: Collection[str]) -> set[str]:
+    """Which of these names other files of the run mention (the index finds a def in
+    another module by its name, so a def named elsewhere is never set aside)."""
+    if state.mentions is None:
+        state.mentions = collections.Counter()
+        for cand in state.cands:
+            state.mentions.update(set(_IDENT.findall(cand.source)))
+    own = set(_IDENT.findall(state.cands[cid].source))
+    return {name for name in names if state.mentions[name] > (name in own)}
+
+
+_IDENT = re.compile(r"[^\W\d]\w*")
+
+
+def _uses_estimator(state: RunState, cid: int) -> bool:
+    """Does the candidate's code use an Estimator API (`ImportTable.uses` with USE_NAMES)?
+
+    Asked of the text with its inert defs set aside when it is big: they spell nothing
+    through a TensorFlow import (`inert.split` keeps every def that does), and the
+    tokenizer over a 45,000-line module cost more than everything else but the parse.
+    """
+    cand = state.cands[cid]
+    assert cand.imports is not None
+    table = _Superset(cand.imports)
+    spellings = [s for name in USE_NAMES for s in table.spellings(name)]
+    if not any(s.rpartition(".")[2] in cand.source for s in spellings):
+        return False
+    split = _split_candidate(state, cid)
+    return spelled_in_code(split.text if split is not None else cand.source, spellings)
 
 
 class _LazyIndexer(Indexer):
@@ -105,13 +166,14 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
         cand = cands[cid]
         sources[cid] = None
         try:
-            module = parse(cand.source)
+            module, split = _parse_candidate(state, cid)
         except MigrationError as exc:
             state.failed[cid] = str(exc)
             return None
         state.modules[cid] = module
         try:
-            src = Indexer.source(str(cand.result.path), module, cand.names, cand.source)
+            text = split.text if split is not None else cand.source
+            src = Indexer.source(str(cand.result.path), module, cand.names, text)
         except Exception:  # noqa: BLE001 - a file the indexer cannot read adds no roles
             return None
         sources[cid] = src
@@ -123,9 +185,7 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
     needed = [
         cid
         for cid, cand in enumerate(cands)
-        if cand.notebook is not None
-        or cand.imports is None
-        or _Superset(cand.imports).uses(cand.source, *USE_NAMES)
+        if cand.notebook is not None or cand.imports is None or _uses_estimator(state, cid)
     ]
     for done, cid in enumerate(needed):
         if progress is not None:
@@ -159,12 +219,13 @@ def finish_one(state: RunState, cid: int) -> tuple[int, dict[str, object]]:
         if cid in state.failed:
             raise MigrationError(state.failed[cid])
         module = state.modules.get(cid)
+        split = state.splits.get(cid)
         if module is None:
             rules = select_rules(settings.target, settings.select, ignores)
             if _inert(cand, rules, index, settings.target, settings.use_runtime):
                 parsing = False
                 return
-            module = parse(cand.source)
+            module, split = _parse_candidate(state, cid)
         parsing = False
         _run(
             result,
@@ -175,6 +236,7 @@ def finish_one(state: RunState, cid: int) -> tuple[int, dict[str, object]]:
             ignores,
             settings.use_runtime,
             cand.source,
+            split,
         )
         if cand.notebook is not None:
             _back_to_notebook(result, cand.notebook, settings.select, ignores)
@@ -385,6 +447,7 @@ def _run(
     ignore: Collection[str],
     use_runtime: bool,
     source: str,
+    split: inert.Split | None = None,
 ) -> None:
     path = str(result.path)
     rules = select_rules(target, select, ignore)
@@ -395,10 +458,30 @@ def _run(
         target=target,
         rules=rules,
         use_runtime=use_runtime,
-        original_text=source,
+        original_text=split.text if split is not None else source,
     )
+    verified = False
+    if split is not None:
+        if new_text == split.text:
+            new_text = source
+        else:
+            restored = split.restore(new_text)
+            if restored is None:
+                # A rule reached into a placeholder after all: the whole text, the slow way.
+                whole = parse(source)
+                _run(result, whole, index, target, select, ignore, use_runtime, source)
+                return
+            # The defs set aside compiled on their own (`inert.split`): the rest must too.
+            try:
+                verify(new_text, path)
+            except MigrationError:
+                verify(restored, path)  # the whole text's own message
+                raise
+            new_text = restored
+            verified = True
     if new_text != source:
-        verify(new_text, path)
+        if not verified:
+            verify(new_text, path)
         result.status = Status.CHANGED
     result.new_text = new_text
     ran = [cls.ID for cls in rules]

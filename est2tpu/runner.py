@@ -12,6 +12,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from est2tpu.index import ProjectIndex
+    from est2tpu.inert import Split
     from est2tpu.notebook import Notebook
 
 #: `progress(stage, done, total)`: a run's stages are "scanning", "indexing", "rewriting".
@@ -72,6 +74,9 @@ class RunState:
     index: ProjectIndex | None = None
     modules: dict[int, cst.Module] = field(default_factory=dict)  # candidate -> parsed tree
     failed: dict[int, str] = field(default_factory=dict)  # candidate -> parse error
+    # candidate -> its text with the inert defs set aside (None: the whole text is parsed)
+    splits: dict[int, Split | None] = field(default_factory=dict)
+    mentions: Counter[str] | None = None  # identifier -> how many candidates mention it
 
 
 def fail(result: FileResult, reason: str) -> FileResult:

@@ -1,25 +1,31 @@
 """Setting inert top-level defs aside (est2tpu/inert.py) changes nothing but the time taken.
 
-Each check runs the same migration twice, with the engine setting defs aside wherever it can
-(`MIN_STATEMENTS = 0`, even in a five-line fixture) and never (the plain engine), and
-requires the same text, findings and edits.
+Each check runs the same migration three ways: with the defs set aside wherever they can be,
+before the parse (`inert.split`, `MIN_LINES = 0`) and again after it (`inert.reduce`,
+`MIN_STATEMENTS = 0`), even in a five-line fixture; after the parse only; and never (the plain
+engine). It requires the same text, findings and edits.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import libcst as cst
 import pytest
 
-from est2tpu import inert
+from est2tpu import api, inert, pipeline
 from est2tpu.api import migrate_source
 from est2tpu.catalogue import data_dir
+from est2tpu.engine import too_deep
 from est2tpu.ftypes import FileResult, Target
 from est2tpu.index import ProjectIndex
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = data_dir("fixtures")
 CASES = sorted(FIXTURES.glob("*/*.before.py")) + sorted(FIXTURES.glob("projects/**/*.py"))
@@ -37,15 +43,30 @@ def facts(result: FileResult) -> tuple[object, ...]:
     return (result.status, result.new_text, result.findings, result.edits, result.error)
 
 
+NEVER = 10**9
+# (MIN_LINES, MIN_STATEMENTS): set aside before and after the parse, after it only, never
+WAYS = ((0, 0), (NEVER, 0), (NEVER, NEVER))
+
+
+def facts_with(monkeypatch: pytest.MonkeyPatch, way: tuple[int, int], run: Callable[[], T]) -> T:
+    with monkeypatch.context() as m:
+        m.setattr(inert, "MIN_LINES", way[0])
+        m.setattr(inert, "MIN_STATEMENTS", way[1])
+        return run()
+
+
 def both_ways(
     monkeypatch: pytest.MonkeyPatch, text: str, target: Target
 ) -> tuple[tuple[object, ...], tuple[object, ...]]:
-    with monkeypatch.context() as m:
-        m.setattr(inert, "MIN_STATEMENTS", 0)
-        aside = facts(migrate_source(text, path="m.py", target=target))
-    with monkeypatch.context() as m:
-        m.setattr(inert, "MIN_STATEMENTS", 10**9)
-        plain = facts(migrate_source(text, path="m.py", target=target))
+    """(set aside before and after the parse, plain), failing at once if setting aside
+    after the parse only differs from the plain run."""
+    aside, after, plain = (
+        facts_with(
+            monkeypatch, way, lambda: facts(migrate_source(text, path="m.py", target=target))
+        )
+        for way in WAYS
+    )
+    assert after == plain
     return aside, plain
 
 
@@ -144,3 +165,158 @@ def test_the_helpers_are_set_aside_and_the_rest_kept() -> None:
 def test_no_setting_aside_under_a_star_import() -> None:
     text = "from tensorflow import *\n" + gen.big_module(60)
     assert inert.reduce(cst.parse_module(text), text, "m.py", ProjectIndex()) is None
+    assert inert.split(text) is None
+
+
+# Before the parse, Python's parser finds the statements piece by piece: each case puts
+# something that could mislead that among the helpers.
+TRICKY = {
+    "decorator_over_lines": "@functools.lru_cache(\n    maxsize=None\n)\ndef cached(x):\n"
+    "    return x * 2\n",
+    "statements_on_one_line": "X = 1; Y = 2\n\n\ndef after_x(a):\n    return a + X\n",
+    # (no name the helpers use: a kept statement binds every name it mentions)
+    "defs_inside_a_string": 'DOC = """\ndef not_a_def(q):\n    return q\nclass NotAClass:\n'
+    '    pass\n@decorator\n"""\n',
+    "class_and_comments": "class Plain:\n    def method(self):\n        return 3\n"
+    "        # after the method's last line\n# between defs\n\n\nasync def coro(x):\n"
+    "    return x\n",
+    "nested_too_deeply": "def deep(x):\n    return " + "-" * 120 + "x\n",
+    "python2_print": 'def old(x):\n    print "x"\n',
+    "repeated_keyword": "def twice(f):\n    return f(a=1, a=2)\n",
+    "lone_cr": "def cr(x):\n    return x\r\n\rY = 3\n",
+    "form_feed": "def ff(x):\n    return x\n\f\ndef gg(y):\n    return y\n",
+    "backslash_continuation": "def cont(x):\n    return x + \\\n        1\n",
+    # compiles alone, not under the module's `from __future__ import annotations`
+    "future_annotations": "def ann(x: (q := 1)) -> None:\n    return None\n",
+}
+
+
+# Left whole to the engine, which fails them (or reports them) as it always has.
+NOT_SPLIT = {
+    "nested_too_deeply",
+    "python2_print",
+    "repeated_keyword",
+    "future_annotations",
+    "lone_cr",
+    "form_feed",
+}
+
+
+def tricky_text(case: str) -> str:
+    helpers = "".join(gen.HELPER.format(n=n, m=n % 7) for n in range(1000, 1010))
+    head = "from __future__ import annotations\n" if case.startswith("future") else ""
+    return head + "import functools\n" + gen.big_module(20) + helpers + TRICKY[case] + helpers
+
+
+@pytest.mark.parametrize("case", sorted(TRICKY))
+def test_tricky_modules_give_the_same_results(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    text = tricky_text(case)
+    aside, plain = both_ways(monkeypatch, text, Target.TPU_ESTIMATOR)
+    assert aside == plain
+    with monkeypatch.context() as m:
+        m.setattr(inert, "MIN_LINES", 0)
+        assert (inert.split(text, None, too_deep) is None) == (case in NOT_SPLIT)
+
+
+def test_split_sets_the_helpers_aside_before_the_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inert, "MIN_LINES", 0)
+    text = big_text() + "\n\ndef last():\n    pass\n"
+    split = inert.split(text, lambda names: {"helper_3"} & set(names))
+    assert split is not None
+    kept = set(re.findall(r"^(?:def|class) (\w+)", split.text, re.MULTILINE))
+    # As `reduce`, and the helper another module mentions.
+    assert kept == {"model_fn", "input_fn", "main", "_scale", "uses_estimator_global", "last"} | {
+        "helper_3"
+    }
+    assert split.text.count("\n") == text.count("\n")
+    assert split.restore(split.text) == text
+    assert len(cst.parse_module(split.text).body) < 40
+
+
+BIG_PY = '''"""Input functions for the estimator, among helpers."""
+import numpy as np
+{helpers}
+
+def batches(batch_size=32):
+    features = {{"x": np.zeros((64, 4), np.float32)}}
+    labels = np.zeros((64,), np.int32)
+    return features, labels
+{helpers}'''
+
+TRAINER_PY = """import tensorflow as tf
+from big import batches
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.compat.v1.layers.dense(features["x"], 2)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer(0.01).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step()
+    )
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def main():
+    estimator = tf.estimator.Estimator(model_fn=model_fn)
+    estimator.train(batches, steps=10)
+"""
+
+
+def project_facts(
+    monkeypatch: pytest.MonkeyPatch, way: tuple[int, int], root: Path, target: Target
+) -> list[tuple[object, ...]]:
+    def run() -> list[tuple[object, ...]]:
+        return [facts(r) for r in api.migrate_paths([root], target=target, jobs=1)]
+
+    return facts_with(monkeypatch, way, run)
+
+
+@pytest.mark.parametrize("target", list(Target), ids=lambda t: t.value)
+def test_a_def_another_module_uses_is_never_set_aside(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, target: Target
+) -> None:
+    """big.py's `batches` says nothing the rules look for, but trainer.py's Estimator trains
+    with it: the index makes it an input function, which the rules change (tpu-estimator)."""
+    helpers = "".join(gen.HELPER.format(n=n, m=n % 7) for n in range(30))
+    (tmp_path / "big.py").write_text(BIG_PY.format(helpers=helpers), encoding="utf-8")
+    (tmp_path / "trainer.py").write_text(TRAINER_PY, encoding="utf-8")
+    aside, after, plain = (project_facts(monkeypatch, way, tmp_path, target) for way in WAYS)
+    assert aside == after == plain
+    if target is Target.TPU_ESTIMATOR:
+        big = next(f for f in plain if "def batches" in str(f[1]))
+        assert "def batches(batch_size=32, params=None)" in str(big[1])
+        # Without the names other modules mention, the split would lose that.
+        monkeypatch.setattr(pipeline, "_mentioned", lambda state, cid, names: set())
+        assert project_facts(monkeypatch, WAYS[0], tmp_path, target) != plain
+
+
+@pytest.mark.slow  # every example project, as one project, three ways per target
+@pytest.mark.parametrize("target", list(Target), ids=lambda t: t.value)
+def test_every_project_gives_the_same_results(
+    monkeypatch: pytest.MonkeyPatch, target: Target
+) -> None:
+    differ = []
+    for root in sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir()):
+        aside, after, plain = (project_facts(monkeypatch, way, root, target) for way in WAYS)
+        if not aside == after == plain:
+            differ.append(root.name)
+    assert not differ
+
+
+def test_a_module_of_tensorflow_defs_is_not_even_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TensorFlow's own big modules: nearly every def uses it, so Python's parse of the
+    pieces would be spent for nothing (`_worth_trying` says so from the text)."""
+    monkeypatch.setattr(inert, "MIN_LINES", 0)
+    tf_helpers = "".join(
+        f"\n\ndef op_{n}(x):\n    return array_ops.identity(x) + {n}\n" for n in range(60)
+    )
+    text = "from tensorflow.python.ops import array_ops\nimport numpy as np\n" + tf_helpers
+
+    def never(*args: object) -> None:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(inert, "_units", never)
+    assert inert.split(text) is None
+    # while a module of numpy helpers is
+    with pytest.raises(AssertionError, match="parsed"):
+        inert.split(text.replace("array_ops.identity(x)", "np.abs(x)"))
