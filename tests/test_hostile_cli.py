@@ -2,7 +2,8 @@
 
 Every test runs the real CLI in a subprocess (`python -m est2tpu`, as the README advertises)
 over real files, and checks the files themselves afterwards. One test (or one
-parametrized test) per promise; the name says what it proves.
+parametrized test) per promise; the name says what it proves. The signal, closed-pipe and
+shadowed-module tests take several seconds each: `slow` (the full suite, not `make check`).
 """
 
 from __future__ import annotations
@@ -227,6 +228,7 @@ def test_diff_when_stdout_cannot_encode_a_file_name(tmp_path: Path, name: bytes,
 # -- 6. a closed output pipe: the run still finishes -------------------------------------
 
 
+@pytest.mark.slow  # a whole CLI process whose stdout closes under it
 def test_closed_output_pipe_still_migrates_every_file(tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -307,6 +309,7 @@ SHADOWED = [
 ]
 
 
+@pytest.mark.slow  # two `python -m est2tpu` processes in a tree of shadowing modules
 def test_python_m_never_imports_the_projects_modules(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -407,6 +410,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow  # a 400-file CLI process and its pool, signalled
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_signal_during_the_pool_leaves_no_traceback_and_no_temp_file(
@@ -446,6 +450,7 @@ def test_signal_during_the_pool_leaves_no_traceback_and_no_temp_file(
         assert not list(proj.glob(".*est2tpu-tmp"))
 
 
+@pytest.mark.slow  # a 120-file CLI process, signalled between its writes
 def test_sigterm_between_writes_leaves_no_temp_file(tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()
