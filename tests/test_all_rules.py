@@ -2,9 +2,15 @@
 
 tests/test_fixtures.py runs each fixture with its own rule only; here the rules meet each
 other: nothing fails, the output compiles and is a fixpoint, every finding points into the
-original text, and the findings of each target are snapshotted (a change in how the rules
-interact shows up in review). tests/test_stale_findings.py shows that a refusal a later
-rewrite made false is not reported.
+original text, nothing a target cannot keep is left without a finding (the corpus runner's
+detector, tests/test_left_rules.py), and the findings of each target are snapshotted (a
+change in how the rules interact shows up in review). tests/test_stale_findings.py shows
+that a refusal a later rewrite made false is not reported.
+
+Each fixture is migrated once per target (and its output once more) per worker: the checks
+share the runs. The module is one xdist group (`make check` and `make test` run
+`--dist loadgroup`), so the snapshots, collected last, read the runs the fixtures' tests
+made instead of making them again.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import functools
 from pathlib import Path
 
 import pytest
+from test_left_rules import corpus
 
 from est2tpu.api import migrate_source
 from est2tpu.catalogue import data_dir
@@ -22,39 +29,49 @@ FIXTURES = data_dir("fixtures")
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "all_rules"
 CASES = sorted(p for p in FIXTURES.glob("*/*.before.py") if p.parent.name != "projects")
 
+pytestmark = pytest.mark.xdist_group("all_rules")
+
 
 def _name(before: Path) -> str:
     return f"{before.parent.name}/{before.name[: -len('.before.py')]}"
 
 
+def _path(before: Path) -> str:
+    return before.name.replace(".before", "")
+
+
 @functools.cache
-def _run(before: Path, target: Target) -> tuple[FileResult, FileResult]:
-    """The fixture migrated with every rule of `target`, and its output migrated again."""
-    path = before.name.replace(".before", "")
-    result = migrate_source(before.read_text(encoding="utf-8"), path=path, target=target)
-    again = migrate_source(result.new_text or "", path=path, target=target)
-    return result, again
+def _run(before: Path, target: Target) -> FileResult:
+    """The fixture migrated with every rule of `target`."""
+    return migrate_source(before.read_text(encoding="utf-8"), path=_path(before), target=target)
 
 
 @pytest.mark.parametrize("target", list(Target), ids=[t.value for t in Target])
 @pytest.mark.parametrize("before", CASES, ids=[_name(p) for p in CASES])
 def test_all_rules_over_fixture(before: Path, target: Target) -> None:
-    result, again = _run(before, target)
+    result = _run(before, target)
     assert result.status is not Status.FAILED, result.error
     assert result.new_text is not None
     compile(result.new_text, _name(before), "exec", dont_inherit=True)
+    again = migrate_source(result.new_text, path=_path(before), target=target)
     assert again.status is not Status.FAILED, again.error
     assert again.new_text == result.new_text, "a second run must change nothing"
     lines = before.read_text(encoding="utf-8").count("\n") + 1
     for finding in result.findings:
         assert 1 <= finding.position.line <= lines, finding.render()
+    # Nothing left without a finding: the findings of the run over the migrated text point
+    # into the text the detector reads.
+    covered = {f.position.line for f in again.findings}
+    _, left = corpus.analyse(result.new_text, Path(before.name), target.value)
+    uncovered = [c for c in left if not any(c.line <= n <= c.end_line for n in covered)]
+    assert not uncovered, uncovered
 
 
 @pytest.mark.parametrize("target", list(Target), ids=[t.value for t in Target])
 def test_all_rules_findings_snapshot(target: Target, snapshot) -> None:  # type: ignore[no-untyped-def]
     out = []
     for before in CASES:
-        result, _ = _run(before, target)
+        result = _run(before, target)
         out.append(f"## {_name(before)}: {result.status.value}\n")
         out += [f.render().replace(f"{result.path}:", "", 1) + "\n" for f in result.findings]
     snapshot.snapshot_dir = SNAPSHOTS

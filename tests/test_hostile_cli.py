@@ -1,8 +1,12 @@
 """Never lose a user's code, part 2 (issue 16): a hostile user at the command line.
 
-Every test runs the real CLI in a subprocess (`python -m est2tpu`, as the README advertises)
-over real files, and checks the files themselves afterwards. One test (or one
-parametrized test) per promise; the name says what it proves.
+Every test runs the real CLI over real files and checks the files themselves afterwards. One
+test (or one parametrized test) per promise; the name says what it proves. What a process
+does (signals, a closed pipe, locales, `python -m` and the modules it shadows, a 1,000-level
+walk on a fresh stack) runs in a subprocess (`python -m est2tpu`, as the README advertises);
+what the CLI does to files and says runs in this process (`run`), a second faster. The signal,
+closed-pipe and shadowed-module tests take several seconds each: `slow` (the full suite, not
+`make check`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from est2tpu.cli import app
 
 GOOD = """\
 import tensorflow as tf
@@ -31,7 +38,23 @@ est = tf.estimator.Estimator(model_fn=model_fn, model_dir="/tmp/m")
 """
 
 
-def run(
+def run(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """`est2tpu ARGS` in `cwd`, in this process (what the CLI does to files and says, not how
+    a process behaves); output as bytes (file names need not decode)."""
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        done = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"}).invoke(
+            app, list(args), prog_name="est2tpu", catch_exceptions=False
+        )
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(
+        list(args), done.exit_code, done.stdout_bytes, done.stderr_bytes
+    )
+
+
+def run_process(
     args: Sequence[str], cwd: Path, *, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     """`python -m est2tpu ARGS` in `cwd`; output as bytes (file names need not decode)."""
@@ -181,7 +204,7 @@ def test_directory_tree_1000_levels_deep_is_walked(tmp_path: Path) -> None:
         os.mkdir(deep)
     with open(os.path.join(deep, "GOOD.py"), "w") as f:
         f.write(GOOD)
-    done = run(["migrate", "."], proj)
+    done = run_process(["migrate", "."], proj)  # a fresh interpreter's stack
     assert done.returncode == 0, done.stderr[-2000:]
     assert b"Traceback" not in done.stderr
     assert migrated(Path(deep, "GOOD.py")) and migrated(proj / "top.py")
@@ -211,7 +234,7 @@ def test_diff_when_stdout_cannot_encode_a_file_name(tmp_path: Path, name: bytes,
         f.write(GOOD.encode())
     (tmp_path / "GOOD.py").write_text(GOOD)
     env = {"LANG": lang, "LC_ALL": lang, "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
-    done = run(["migrate", "--diff", "."], tmp_path, env=env)
+    done = run_process(["migrate", "--diff", "."], tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert b"Traceback" not in done.stderr
     assert b"--- a/" + name + b"\n+++ b/" + name + b"\n" in done.stdout
@@ -227,6 +250,7 @@ def test_diff_when_stdout_cannot_encode_a_file_name(tmp_path: Path, name: bytes,
 # -- 6. a closed output pipe: the run still finishes -------------------------------------
 
 
+@pytest.mark.slow  # a whole CLI process whose stdout closes under it
 def test_closed_output_pipe_still_migrates_every_file(tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -307,6 +331,7 @@ SHADOWED = [
 ]
 
 
+@pytest.mark.slow  # two `python -m est2tpu` processes in a tree of shadowing modules
 def test_python_m_never_imports_the_projects_modules(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -316,7 +341,7 @@ def test_python_m_never_imports_the_projects_modules(tmp_path: Path) -> None:
     for name in SHADOWED:
         (proj / f"{name}.py").write_text(f"open({str(marks / name)!r}, 'w').close()\n")
     for args in (["check", "--diff", "."], ["migrate", "."]):
-        done = run(args, proj)
+        done = run_process(args, proj)
         assert sorted(p.name for p in marks.iterdir()) == []
         assert b"Traceback" not in done.stderr
     assert migrated(proj / "GOOD.py")
@@ -407,6 +432,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow  # a 400-file CLI process and its pool, signalled
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_signal_during_the_pool_leaves_no_traceback_and_no_temp_file(
@@ -446,6 +472,7 @@ def test_signal_during_the_pool_leaves_no_traceback_and_no_temp_file(
         assert not list(proj.glob(".*est2tpu-tmp"))
 
 
+@pytest.mark.slow  # a 120-file CLI process, signalled between its writes
 def test_sigterm_between_writes_leaves_no_temp_file(tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()

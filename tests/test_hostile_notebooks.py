@@ -1,7 +1,8 @@
 """Issue 16 (notebooks and name resolution) and issue 18 item 7, as a hostile user tries them.
 
-Every test runs the real CLI in a subprocess on real files (`.ipynb` written as Jupyter
-writes them, `.py` files) and checks the files on disk afterwards.
+Every test runs the real CLI on real files (`.ipynb` written as Jupyter writes them, `.py`
+files) and checks the files on disk afterwards: in this process (tests/inprocess.py), and in a
+subprocess, as a user runs it, where the test looks for a traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from inprocess import est2tpu
 
 MODEL_FN = (
     "def model_fn(features, labels, mode, params):\n"
@@ -41,7 +43,7 @@ def _harness() -> ModuleType:
     return sys.modules[name]
 
 
-def est2tpu(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def est2tpu_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "est2tpu", *map(str, args)],
         capture_output=True,
@@ -222,7 +224,7 @@ def test_unreadable_notebook_is_its_own_error_line_and_the_run_goes_on(
     good.write_text(GOOD)
     path = tmp_path / "bad.ipynb"
     path.write_text(text)
-    done = est2tpu("migrate", tmp_path)
+    done = est2tpu_process("migrate", tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     [line] = [ln for ln in done.stderr.splitlines() if "error:" in ln]
@@ -302,6 +304,7 @@ print(json.dumps(module.main(sys.argv[2])))
 """
 
 
+@pytest.mark.tf
 def test_try_except_header_program_trains_identically_after_migration(tmp_path: Path) -> None:
     """The `tf` of the try/except header is `tensorflow.compat.v1` at run time: the spelling
     est2tpu writes through it (`tf.compat.v1.estimator.tpu.TPUEstimator`) must work there."""

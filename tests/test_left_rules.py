@@ -1,8 +1,10 @@
 """TPU014 and TF2004 in the whole pipeline, and the corpus runner's detector that holds them.
 
 bench/corpus.py measures est2tpu on released Estimator code with a detector that shares no
-code with est2tpu; here the same detector checks every rule fixture and the example projects:
-nothing a target cannot keep may be left without a finding on its statement.
+code with est2tpu; the same detector checks every rule fixture (in
+tests/test_all_rules.py::test_all_rules_over_fixture, which migrates each fixture with all
+the rules of each target once for all its checks) and, here, the example projects: nothing a
+target cannot keep may be left without a finding on its statement.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 
 from est2tpu.api import migrate_source
 from est2tpu.catalogue import data_dir
-from est2tpu.ftypes import Status, Target
+from est2tpu.ftypes import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("est2tpu_corpus", ROOT / "bench" / "corpus.py")
@@ -54,22 +56,6 @@ def test_the_detector_sees_what_is_left() -> None:
         "tf2",
     )
     assert [(c.kind, c.line) for c in left] == [("import of an Estimator-only module", 1)]
-
-
-@pytest.mark.parametrize("target", list(TARGETS))
-@pytest.mark.parametrize("before", CASES, ids=[f"{p.parent.name}/{p.name[:-10]}" for p in CASES])
-def test_nothing_left_without_a_finding(before: Path, target: str) -> None:
-    text = before.read_text(encoding="utf-8")
-    result = migrate_source(text, path=before.name, target=TARGETS[target])
-    assert result.status is not Status.FAILED, result.error
-    assert result.new_text is not None
-    # Findings of a run over the migrated text point into the text the detector reads.
-    again = migrate_source(result.new_text, path=before.name, target=TARGETS[target])
-    assert again.new_text == result.new_text
-    lines = {f.position.line for f in again.findings}
-    _, left = corpus.analyse(result.new_text, Path(before.name), target)
-    uncovered = [c for c in left if not any(c.line <= n <= c.end_line for n in lines)]
-    assert not uncovered, uncovered
 
 
 @pytest.mark.slow  # the corpus runner: three CLI processes per project and target

@@ -1,7 +1,8 @@
 """Notebooks written for Datalab / AI Platform: magic cells are left alone, the rest migrates.
 
 Each fixture in `tests/notebooks/` is a real notebook (`name.before.ipynb`) and its reviewed
-migration (`name.after.ipynb`); the CLI runs in a subprocess on a copy, as a user runs it.
+migration (`name.after.ipynb`); the CLI runs on a copy, in this process (tests/inprocess.py),
+and in a subprocess as a user runs it for the issue's report.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from inprocess import est2tpu
 
 from est2tpu.notebook import load, whole_cell_magic
 
@@ -23,7 +25,7 @@ HARNESS = Path(__file__).resolve().parent / "e2e" / "harness.py"
 CASES = sorted(p.name.removesuffix(".before.ipynb") for p in NOTEBOOKS.glob("*.before.ipynb"))
 
 
-def est2tpu(*args: str) -> subprocess.CompletedProcess[str]:
+def est2tpu_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "est2tpu", *args], capture_output=True, text=True, check=False
     )
@@ -87,10 +89,10 @@ def test_bash_cell_between_the_model_fn_and_the_estimator_cells(tmp_path: Path) 
     kinds = [source(c).split("\n", 1)[0] for c in cells]
     bash = kinds.index("%bash")
     assert kinds[bash - 1].startswith("def model_fn") and kinds[-1].startswith("estimator =")
-    done = est2tpu("check", str(path))
+    done = est2tpu_process("check", str(path))
     assert done.returncode == 1, done.stdout + done.stderr  # would change; no error
     assert "error" not in done.stdout + done.stderr
-    assert est2tpu("migrate", str(path)).returncode == 0
+    assert est2tpu_process("migrate", str(path)).returncode == 0
     new = [source(c) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
     assert (
         new[bash]
@@ -217,6 +219,7 @@ print(json.dumps({n: estimator.get_variable_value(n).tolist()
 """
 
 
+@pytest.mark.tf
 def test_migrated_datalab_notebook_trains_identically_on_cpu(tmp_path: Path) -> None:
     """The notebook with a `%bash` cell between its model_fn and its Estimator: the migrated
     program (TPUEstimator, use_tpu=False on CPU) trains to the same variables, bit for bit."""

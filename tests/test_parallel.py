@@ -1,4 +1,9 @@
-"""The fast pipeline (pool, lazy index, unparsed inert files) gives the reference's results."""
+"""The fast pipeline (pool, lazy index, unparsed inert files) gives the reference's results.
+
+The reference (the all-parsed pipeline) runs once per target per worker and costs as much as
+a fast run: each target's tests are one xdist group, so the serial and the pool run of a
+target share its reference, and the two targets can run on different workers.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +18,11 @@ from est2tpu.ftypes import FileResult, Target
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The reference runs take minutes (slow: not in `make check`). One xdist group, so that the
-# module's fixtures (the tree, the reference per target) are built once, in one worker.
-ONE_WORKER = pytest.mark.xdist_group("test_parallel")
+# Each target's reference is built once, in the worker that runs that target's tests.
+TARGETS = [
+    pytest.param(t, marks=pytest.mark.xdist_group(f"test_parallel-{t.value}"), id=t.value)
+    for t in Target
+]
 
 
 def facts(results: list[FileResult]) -> list[tuple[object, ...]]:
@@ -25,9 +32,15 @@ def facts(results: list[FileResult]) -> list[tuple[object, ...]]:
     ]
 
 
-def build_mixed_tree(root: Path, copies: int = 2) -> Path:
-    """Every fixture and e2e project, several times over, plus files that pass the byte
-    pre-filter but that no rule touches, a syntax error among them and a suppression."""
+def build_mixed_tree(root: Path, copies: int = 1) -> Path:
+    """Every fixture and e2e project, plus files that pass the byte pre-filter but that no rule
+    touches, a syntax error among them and a suppression.
+
+    One copy: results are per file, so a second copy of the same files only repeats the same
+    per-file work (it doubled these tests' time), and the one copy already has what copies
+    were for: modules of the same name in different folders (`train.py` in twelve projects,
+    each fixture's `.before.py` and `.after.py` in every rule folder) and enough files
+    (about 200) for the pool to split them into many chunks."""
     for n in range(copies):
         shutil.copytree(REPO / "fixtures", root / f"copy{n}", ignore=shutil.ignore_patterns("*.md"))
     inert = root / "inert"
@@ -56,7 +69,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def reference(mixed: Path) -> Callable[[Target], list[tuple[object, ...]]]:
     """The all-parsed pipeline's results over `mixed`, run once per target for the module:
-    it is the oracle, and one run of it costs as much as every fast run together."""
+    it is the oracle, and one run of it costs as much as a fast run."""
     runs: dict[Target, list[tuple[object, ...]]] = {}
 
     def of(target: Target) -> list[tuple[object, ...]]:
@@ -67,10 +80,9 @@ def reference(mixed: Path) -> Callable[[Target], list[tuple[object, ...]]]:
     return of
 
 
-@pytest.mark.parametrize("target", list(Target), ids=lambda t: t.value)
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("jobs", [1, 2], ids=["serial", "pool"])
 @pytest.mark.slow
-@ONE_WORKER
 def test_same_results_as_the_reference_pipeline(
     mixed: Path, reference: Callable[[Target], list[tuple[object, ...]]], target: Target, jobs: int
 ) -> None:
@@ -80,7 +92,6 @@ def test_same_results_as_the_reference_pipeline(
 
 
 @pytest.mark.slow
-@ONE_WORKER
 def test_same_results_with_options_in_the_workers(mixed: Path) -> None:
     # Selection, --no-runtime and per-file ignores in one run: each changes what the workers
     # do, and the reference honours each of them on its own.

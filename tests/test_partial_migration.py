@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from inprocess import est2tpu
 
 from est2tpu import api
 from est2tpu.ftypes import Status
@@ -62,13 +63,15 @@ def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def one_shot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The project after one uninterrupted `est2tpu migrate` (in this process)."""
     root = tmp_path_factory.mktemp("one-shot") / "project"
     shutil.copytree(PROJECT, root)
-    proc = cli("migrate", str(root), cache=root.parent / "cache")
+    proc = est2tpu("migrate", "--no-cache", root)
     assert proc.returncode == 0, proc.stderr
     return snapshot(root)
 
 
+@pytest.mark.slow  # a real SIGINT to a real CLI process, then two more CLI processes
 def test_interrupted_cli_run_then_rerun_equals_one_shot(
     tmp_path: Path, one_shot: dict[str, bytes]
 ) -> None:

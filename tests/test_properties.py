@@ -13,7 +13,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import hypothesmith
 import pytest
 from gen_programs import Program, programs
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +25,20 @@ from est2tpu.textio import encode
 
 # Hypothesis generates hundreds of programs: not in `make check`.
 pytestmark = pytest.mark.slow
+
+
+def _hypothesmith(strategy: str) -> st.SearchStrategy[str]:
+    """hypothesmith builds its Python grammar's parser when a strategy is made (about 5 s):
+    imported and made at the first example, so that collecting this module (every pytest
+    worker does, `make check` too, which deselects it) costs nothing."""
+    import hypothesmith
+
+    made: st.SearchStrategy[str] = getattr(hypothesmith, strategy)()
+    return made
+
+
+FROM_GRAMMAR = st.deferred(lambda: _hypothesmith("from_grammar"))
+FROM_NODE = st.deferred(lambda: _hypothesmith("from_node"))
 
 SLOW = settings(
     deadline=None,
@@ -141,20 +154,20 @@ def check_arbitrary(source: str) -> None:
 
 
 @settings(SLOW, max_examples=15)
-@given(source=hypothesmith.from_grammar())
+@given(source=FROM_GRAMMAR)
 def test_arbitrary_python_from_grammar_is_left_alone(source: str) -> None:
     check_arbitrary(source)
 
 
 @settings(SLOW, max_examples=10)
-@given(source=hypothesmith.from_node())
+@given(source=FROM_NODE)
 def test_arbitrary_python_from_libcst_nodes_is_left_alone(source: str) -> None:
     check_arbitrary(source)
 
 
 @settings(SLOW, max_examples=10)
 @given(
-    prefix=hypothesmith.from_grammar(),
+    prefix=FROM_GRAMMAR,
     spelling=st.sampled_from(["tf.estimator.Estimator", "tf.compat.v1.estimator.Estimator"]),
 )
 def test_estimator_call_after_arbitrary_code_never_crashes(prefix: str, spelling: str) -> None:

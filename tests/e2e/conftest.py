@@ -61,9 +61,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("tpu_project_name", names)
 
 
+# `make check` migrates these two (one module; a package of several) without TensorFlow;
+# the full suite every project.
+CHECK_PROJECTS = {"single_file_classifier", "two_module_trainer"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`--dist loadgroup`), one worker takes all of a project's tests,
-    so that the unmigrated project trains once (`original_run` is per worker process)."""
+    so that the unmigrated project trains once (`original_run` is per worker process).
+    A project's migration without TensorFlow (about 1.5 s each) is `slow` outside
+    CHECK_PROJECTS."""
     here = Path(__file__).parent
     for item in items:
         if here not in item.path.parents:
@@ -73,3 +80,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = params.get("project_name") or params.get("tpu_project_name")
         if name is not None:
             item.add_marker(pytest.mark.xdist_group(f"e2e-{name}"))
+            slow = "migrated" in getattr(item, "fixturenames", ())
+            if slow and name not in CHECK_PROJECTS and item.get_closest_marker("tf") is None:
+                item.add_marker(pytest.mark.slow)

@@ -32,7 +32,8 @@ import pytest
 
 from est2tpu.api import migrate_source
 
-pytestmark = pytest.mark.tf
+# One worker runs both tests: they share the module's six TensorFlow runs (`runs`).
+pytestmark = [pytest.mark.tf, pytest.mark.xdist_group("e2e-runtime-semantics")]
 
 PROGRAM = Path(__file__).with_name("programs") / "shuffled_stretches.py"
 # A healthy run takes 5-20 s on a loaded 2-core machine; the former loop never ended.
