@@ -29,6 +29,7 @@ from est2tpu.index import (
 )
 from est2tpu.names import ImportTable, StatementWalker, dotted
 from est2tpu.tfapi import (
+    ADD_METRICS,
     DEFAULT_NUMPY_BATCH,
     ESTIMATOR_CTORS,
     KERAS_TO_ESTIMATOR,
@@ -141,6 +142,7 @@ class Indexer:
         # project functions that build and return an Estimator -> the constructions they
         # return (None: something else too)
         self.returned_ctors: dict[FnKey, set[CallKey | None]] = {}
+        self.metric_fns: set[FnKey] = set()  # add_metrics' metric_fns: part of a model_fn
 
     @staticmethod
     def source(
@@ -227,12 +229,16 @@ class Indexer:
         for collector in collectors:
             collector.direct_calls()
         if self.follow_helpers:
-            self.index.model_fn_helpers = self.helpers_of(
-                {
-                    p.model_fn
-                    for p in self.index.ctors.values()
-                    if p.model_fn is not None and not p.keras and not p.premade
-                }
+            self.index.model_fn_helpers = (
+                self.helpers_of(
+                    {
+                        p.model_fn
+                        for p in self.index.ctors.values()
+                        if p.model_fn is not None and not p.keras and not p.premade
+                    }
+                    | self.metric_fns
+                )
+                | self.metric_fns
             )
         return self.index
 
@@ -415,6 +421,12 @@ class _UseCollector(_Scoped):
             elif target is not None and kind == "numpy":
                 self.bind(self.numpy_inputs, target, node)
         name = self.src.imports.tf_name(node.func)
+        if name in ADD_METRICS:
+            arg = call_arg(node, "metric_fn", 1)
+            metric_fn = self.ix.resolve_fn(self.src, self.here, arg.value) if arg else None
+            if metric_fn is not None:
+                self.ix.metric_fns.add(metric_fn)
+            return
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.premade = True

@@ -78,8 +78,11 @@ def premade_refusal(short: str, qualified: str, call: cst.Call, use_runtime: boo
     return None
 
 
+# `add_metrics(estimator, metric_fn)`: the metric_fn runs inside the Estimator's model_fn.
+ADD_METRICS = frozenset({"estimator.add_metrics", "contrib.estimator.add_metrics"})
 # Canonical names whose use makes a module worth the use-collecting walk.
 USE_NAMES = (
+    *sorted(ADD_METRICS),
     *ESTIMATOR_CTORS,
     *KERAS_TO_ESTIMATOR,
     *SPEC_CTORS,

@@ -29,8 +29,18 @@ UNSUPPORTED: dict[str, str] = {
     "losses.": "this loss has no facade equivalent; compute it with TF2 ops",
     "metrics.": "this metric has no facade equivalent; use one of the facade's metrics",
     "train.": "this tf.compat.v1.train API has no facade equivalent",
-    "summary.": "TF1 summaries need a session; the facade writes loss and eval metrics",
+    "summary.": (
+        "only summary.scalar/histogram/image/audio/text are written by the facade (through "
+        "its writer, every save_summary_steps); merged summaries, FileWriter and "
+        "tensor_summary need a TF1 session: write the value with one of those instead"
+    ),
 }
+# TF1 summaries TensorFlow 2 writes itself: inside a `tf.function` with a default writer and
+# a step (the facade's train loop sets both, as TF1's SummarySaverHook ran them) each of these
+# calls its TF2 op, same tag and value; skipped on replicas other than the first.
+WRITTEN_SUMMARIES = frozenset(
+    f"summary.{kind}" for kind in ("scalar", "histogram", "image", "audio", "text")
+)
 METHODS = {
     "compute_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
     "apply_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
@@ -101,6 +111,8 @@ class UnsupportedTf1(Rule):
         name = qualified[len("tensorflow.compat.v1.") :]
         if name in TABLE:
             return  # TF2002's to map
+        if name in WRITTEN_SUMMARIES:
+            return
         hint = unsupported(name)
         if hint is not None:
             self.refuse(
