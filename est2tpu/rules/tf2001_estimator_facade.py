@@ -104,6 +104,8 @@ def private_name(qualified: str | None) -> str | None:
     space = PRIVATE_MODULES.get(module)
     name = f"{space}.{short}" if space is not None else None
     return name if name in FACADE_NAMES else None
+
+
 # The facade's hooks (est2tpu.runtime.tf2.hooks): a `hooks=` argument made only of calls to
 # these is passed on; any other hook needs a session the facade does not have.
 FACADE_HOOKS = frozenset(name for name, new in FACADE_NAMES.items() if new.startswith("hooks."))
