@@ -18,6 +18,7 @@ _WATCHED = (
     "estimator.Estimator",
     "estimator.EstimatorSpec",
     "estimator.RunConfig",
+    "contrib.learn.RunConfig",
     "estimator.train_and_evaluate",
     "keras.estimator.model_to_estimator",
     "estimator.inputs.numpy_input_fn",
@@ -75,6 +76,14 @@ def _message(name: str, subclass: bool) -> str | None:
             "(a head, a helper, a model_fn est2tpu cannot trace): where it reaches a "
             "TPUEstimator, return tf.compat.v1.estimator.tpu.TPUEstimatorSpec, with "
             "eval_metric_ops as eval_metrics=(metric_fn, tensors) and scaffold as scaffold_fn"
+        )
+    if name == "contrib.learn.RunConfig":
+        return (
+            "tf.contrib.learn.RunConfig does not exist in TensorFlow 2 (tf.contrib was "
+            "removed): use tf.compat.v1.estimator.tpu.RunConfig with the same keyword "
+            "arguments (est2tpu.runtime.run_config() builds one with the TPU cluster "
+            "resolver); its session arguments (master, num_cores, gpu_memory_fraction, ...) "
+            "go into session_config"
         )
     if head == "estimator" and short == "RunConfig":
         return (
