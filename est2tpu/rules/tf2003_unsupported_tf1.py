@@ -41,10 +41,17 @@ UNSUPPORTED: dict[str, str] = {
 WRITTEN_SUMMARIES = frozenset(
     f"summary.{kind}" for kind in ("scalar", "histogram", "image", "audio", "text")
 )
-METHODS = {
-    "compute_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
-    "apply_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
-}
+# `optimizer.compute_gradients` / `apply_gradients` map (the facade's optimizers compute
+# TF1's gradients and apply them after the model_fn returns), except an apply_gradients in a
+# def or lambda nested in the model_fn: a `tf.cond` branch, whose choice the facade, applying
+# once per step after the model_fn, cannot keep.
+NESTED_APPLY = (
+    "`.apply_gradients(...)` in a function or lambda nested in a model_fn (a tf.cond or "
+    "tf.while_loop branch) has no tf2 facade equivalent: the facade applies the gradients "
+    "once per step, after the model_fn returns; choose the gradients in the branches (for "
+    "instance zeros for the variables a branch leaves alone) and call apply_gradients once, "
+    "in the model_fn itself"
+)
 
 
 def unsupported(name: str) -> str | None:
@@ -68,11 +75,21 @@ class UnsupportedTf1(Rule):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.model_fns = model_fn_scopes(self.state)
         self.depth = 0
+        self.lambdas = 0  # lambdas open inside a model_fn
         self.inner: set[int] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.depth or self.here in self.model_fns:
             self.depth += 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        if self.depth:
+            self.lambdas += 1
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        if self.depth:
+            self.lambdas -= 1
+        return updated_node
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
@@ -113,16 +130,12 @@ class UnsupportedTf1(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if (
-            self.depth
+            (self.depth > 1 or self.lambdas)
             and isinstance(func, cst.Attribute)
-            and func.attr.value in METHODS
+            and func.attr.value == "apply_gradients"
             and self.state.imports.qualify(func) is None
         ):
-            self.refuse(
-                node,
-                f"`.{func.attr.value}(...)` in a model_fn has no tf2 facade equivalent; "
-                f"{METHODS[func.attr.value]}",
-            )
+            self.refuse(node, NESTED_APPLY)
 
     def _check(self, node: cst.Name | cst.Attribute) -> None:
         if id(node) in self.inner:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TypeVar, cast
 
 from est2tpu.runtime.tf2 import _strategy
-from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, invoke
+from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, current, invoke
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2.metrics import Metric
 
@@ -359,6 +359,7 @@ class Estimator:
             kwargs["config"] = self._config
         # TF1 never converted a model_fn with AutoGraph; neither do we.
         fn = tf.autograph.experimental.do_not_convert(self._model_fn)
+        current("the model_fn").graph = tf.compat.v1.get_default_graph()
         # TF1 built the model_fn at the graph's top name scope: its op names and summary
         # tags (`train_rmse`, not `while/cond_1/train_rmse` inside the step loop) are those.
         with tf.compat.v1.name_scope(None):
@@ -494,25 +495,33 @@ class Estimator:
         state = self._ensure_state()
         features, labels = self._split(element)
         ctx = tf.distribute.get_replica_context()
+
+        def call() -> EstimatorSpec:
+            inv = current("the model_fn")
+            inv.scale_loss = lambda loss: self._scaled(loss, inv, features, ctx)
+            return self._call_model_fn(features, labels, ModeKeys.TRAIN)
+
         with tf.GradientTape(persistent=True) as tape:
-            spec, inv = invoke(
-                state,
-                ModeKeys.TRAIN,
-                False,
-                lambda: self._call_model_fn(features, labels, ModeKeys.TRAIN),
-            )
+            spec, inv = invoke(state, ModeKeys.TRAIN, False, call)
             scaled = [
-                (record, self._scaled(record.loss, inv, features, ctx)) for record in inv.train_ops
+                (record, self._scaled(record.loss, inv, features, ctx))
+                for record in inv.train_ops
+                if record.grads_and_vars is None
             ]
         if spec.loss is None or not inv.train_ops:
             raise ValueError(
                 "est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
                 "and a train_op from optimizer.minimize(loss)"
             )
-        for record, loss in scaled:
-            variables = list(record.var_list or state.trainable_variables())
-            grads = tape.gradient(loss, variables)
-            pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+        losses = {id(record): loss for record, loss in scaled}
+        for record in inv.train_ops:
+            if record.grads_and_vars is not None:
+                # apply_gradients: what the model_fn computed (and maybe clipped)
+                pairs = [(g, v) for g, v in record.grads_and_vars if g is not None]
+            else:
+                variables = list(record.var_list or state.trainable_variables())
+                grads = tape.gradient(losses[id(record)], variables)
+                pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             record.optimizer.inner.apply_gradients(pairs)
