@@ -24,7 +24,11 @@ UNSUPPORTED: dict[str, str] = {
     "trainable_variables": "graph collections do not exist in TF2",
     "local_variables": "graph collections do not exist in TF2",
     "GraphKeys": "only GraphKeys.UPDATE_OPS is supported",
-    "py_func": "use tf.numpy_function, or keep the work outside the model",
+    "py_func": (
+        "it runs Python on the host: under the facade it works on CPU and GPU (TF2's "
+        "tf.compat.v1.py_func is tf.numpy_function) but no TPU can run it; keep the work "
+        "outside the model_fn (in the input_fn, or after predict)"
+    ),
     "layers.": "this layer has no facade equivalent; use a Keras layer created once",
     "losses.": "this loss has no facade equivalent; compute it with TF2 ops",
     "metrics.": "this metric has no facade equivalent; use one of the facade's metrics",
@@ -149,7 +153,9 @@ class UnsupportedTf1(Rule):
         if name in WRITTEN_SUMMARIES:
             return
         hint = unsupported(name)
-        if hint is not None:
+        if hint is not None and name == "py_func":
+            self.refuse(node, f"`tf.compat.v1.py_func` in a model_fn run by the tf2 facade: {hint}")
+        elif hint is not None:
             self.refuse(
                 node,
                 f"`tf.compat.v1.{name}` has no exact TF2 equivalent in a model_fn run by the "
