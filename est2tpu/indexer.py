@@ -35,13 +35,13 @@ from est2tpu.tfapi import (
     KERAS_TO_ESTIMATOR,
     NUMPY_INPUTS,
     PREMADE,
-    RUN_CONFIGS,
     RUN_METHODS,
     SHIM,
     SPEC_CTORS,
     TPU_ESTIMATOR_CTORS,
     USE_NAMES,
     call_kind,
+    is_run_config_call,
     premade_refusal,
 )
 
@@ -83,10 +83,7 @@ class _DefCollector(_Scoped):
         self.src.defs[self.here] = node
 
     def assign(self, node: cst.Assign) -> None:
-        if (
-            isinstance(node.value, cst.Call)
-            and self.src.imports.tf_name(node.value.func) in RUN_CONFIGS
-        ):
+        if isinstance(node.value, cst.Call) and is_run_config_call(self.src.imports, node.value):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     self.src.run_config_vars.add(t.target.value)
@@ -397,7 +394,7 @@ class _UseCollector(_Scoped):
     def is_run_config(self, expr: cst.BaseExpression) -> bool:
         """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""
         if isinstance(expr, cst.Call):
-            if self.src.imports.tf_name(expr.func) in RUN_CONFIGS:
+            if is_run_config_call(self.src.imports, expr):
                 return True
             func = expr.func
             return (

@@ -10,6 +10,7 @@ from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import FACADE_MODULE, facade
+from est2tpu.tfapi import LEARN_RUN_CONFIG_ARGS
 
 # Canonical TensorFlow name -> the facade's name for it (same signature, same semantics).
 FACADE_NAMES: dict[str, str] = {
@@ -72,22 +73,9 @@ FACADE_NAMES: dict[str, str] = {
         for fn in ("load_csv_with_header", "load_csv_without_header")
     },
 }
-# tf.contrib.learn.RunConfig's arguments that tf.estimator.RunConfig has, same defaults
-# (TF 1.15); its first ones (master, num_cores, ...) configured the TF1 session and
-# cluster, so it maps only when given these, by keyword.
-CONTRIB_RUN_CONFIG_ARGS = frozenset(
-    {
-        "model_dir",
-        "tf_random_seed",
-        "save_summary_steps",
-        "save_checkpoints_secs",
-        "save_checkpoints_steps",
-        "keep_checkpoint_max",
-        "keep_checkpoint_every_n_hours",
-        "log_step_count_steps",
-        "session_config",
-    }
-)
+# tf.contrib.learn.RunConfig maps only when given tfapi.LEARN_RUN_CONFIG_ARGS, by keyword: its
+# other arguments (master, num_cores, ...) configured the TF1 session and cluster.
+CONTRIB_RUN_CONFIG_ARGS = LEARN_RUN_CONFIG_ARGS
 # Private modules of the Estimator whose names programs import directly
 # (`from tensorflow.python.estimator.export.export import build_raw_serving_input_receiver_fn`):
 # module -> the public namespace that exports the same objects.

@@ -5,7 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.rule import FileState, Rule
-from est2tpu.rules._tf2 import TABLE, has_model_fn_code, model_fn_scopes, tf2_model_fns
+from est2tpu.rules._tf2 import (
+    TABLE,
+    has_model_fn_code,
+    model_fn_scopes,
+    plain_tf1,
+    tf2_model_fns,
+)
 
 # Canonical-name prefixes (after `tf.compat.v1.`) that only work in a TF1 graph, with the
 # way forward. A prefix ending in "." covers a namespace.
@@ -145,7 +151,10 @@ class UnsupportedTf1(Rule):
         if id(node) in self.inner:
             return  # only the whole dotted name is judged
         qualified = self.state.imports.qualify(node)
-        if qualified is None or not qualified.startswith("tensorflow.compat.v1."):
+        if qualified is None:
+            return
+        if not qualified.startswith("tensorflow.compat.v1."):
+            self._check_plain(node, qualified)
             return
         name = qualified[len("tensorflow.compat.v1.") :]
         if name in TABLE:
@@ -160,4 +169,21 @@ class UnsupportedTf1(Rule):
                 node,
                 f"`tf.compat.v1.{name}` has no exact TF2 equivalent in a model_fn run by the "
                 f"tf2 facade; {hint}",
+            )
+
+    def _check_plain(self, node: cst.Name | cst.Attribute, qualified: str) -> None:
+        """`tf.metrics.mean_iou`, `tf.losses.get_total_loss`: TF1's, as TF 2.x's Keras
+        `tf.metrics`/`tf.losses` have no such name; TF2002 maps the ones the facade has."""
+        name = qualified.removeprefix("tensorflow.")
+        if name == qualified or name in TABLE or not plain_tf1(name):
+            return
+        hint = unsupported(name)
+        if hint is not None:
+            spelled = f"tf.{name}"
+            self.refuse(
+                node,
+                f"`{spelled}` is TensorFlow 1's `tf.compat.v1.{name}` (TF 2.x's `tf."
+                f"{name.partition('.')[0]}` is Keras' and has no such name, so the migrated "
+                f"model_fn would fail) and has no exact TF2 equivalent in a model_fn run by "
+                f"the tf2 facade; {hint}",
             )
