@@ -364,3 +364,33 @@ def test_two_workers_match_one(
     assert chief["metrics"] == other["metrics"], "both workers evaluate the same global model"
     assert_close(chief["metrics"], run_migrated(name, "default").metrics)
     assert (tmp_path / "m0" / "ckpt-200.index").is_file()
+
+
+@pytest.mark.tf
+def test_tf1_plain_metrics_and_losses_train_like_the_original(
+    harness: ModuleType,
+    tfcur: str,
+    tmp_path: Path,
+    original: Callable[[str], Any],
+    migrated: Callable[[str], Path],
+) -> None:
+    """`tf.metrics.accuracy`, `tf.losses.sparse_softmax_cross_entropy` as TF 1 programs spell
+    them (TF 2.x's plain `tf.metrics`/`tf.losses` are Keras', without these names) migrate as
+    their `tf.compat.v1` spelling does, and train like that spelling on the TF 2.15 Estimator."""
+    name = "single_file_classifier"
+    project = harness.copy_project(name, tmp_path / "project")
+    train = project / "train.py"
+    plain = (
+        train.read_text()
+        .replace("tf.compat.v1.metrics.", "tf.metrics.")
+        .replace("tf.compat.v1.losses.", "tf.losses.")
+    )
+    assert plain.count("tf.metrics.") == 3 and plain.count("tf.losses.") == 1
+    train.write_text(plain)
+    results = migrate_tree(project)
+    assert [f.render() for r in results for f in r.findings] == []
+    assert train.read_text() == (migrated(name) / "train.py").read_text()
+    result = harness.run_project(
+        project, harness.PROJECTS[name].entry, tmp_path / "run", python=tfcur, timeout=500
+    )
+    assert_close(result.metrics, original(name).metrics)
