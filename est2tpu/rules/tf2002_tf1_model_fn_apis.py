@@ -78,5 +78,8 @@ class Tf1ModelFnApis(PairUses):
         if name is None or name == COLLECTION:
             return updated_node
         new = TABLE[name].new
-        self.record(original_node, f"tf.compat.v1.{name} -> est2tpu.runtime.tf2.{new}")
+        qualified = self.state.imports.qualify(original_node) or ""
+        # The plain spelling (`tf.metrics.auc`) says it is TF 1's, as TF 2.x reads it otherwise.
+        spelled = "tf.compat.v1." if "compat.v1." in qualified else "TF 1's tf."
+        self.record(original_node, f"{spelled}{name} -> est2tpu.runtime.tf2.{new}")
         return facade(self, new)
