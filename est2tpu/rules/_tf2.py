@@ -116,11 +116,18 @@ def plain_tf1(name: str) -> bool:
     return short in names and name not in KERAS_TOO
 
 
+# TF1's `tf.losses.Reduction` members Keras' (`none`, `sum`, `sum_over_batch_size`, `auto`)
+# lacks; the members both have differ in value (TF1's SUM is "weighted_sum").
+TF1_ONLY_REDUCTIONS = frozenset({"MEAN", "SUM_BY_NONZERO_WEIGHTS", "SUM_OVER_NONZERO_WEIGHTS"})
+
+
 class PairUses(Rule):
-    """Collects the calls whose value is used as TF1's metric `(value, update_op)` pair: a
-    dict value (`eval_metric_ops`, a metric_fn's return), a subscript-assigned value
-    (`metrics["mse"] = ...`), unpacked into two names, or indexed. Keras' per-example
-    `tf.metrics.mean_squared_error` tensor is none of these in a model_fn."""
+    """Collects the KERAS_TOO names a use shows to be TF1's: calls whose value is used as
+    TF1's metric `(value, update_op)` pair (a dict value: `eval_metric_ops`, a metric_fn's
+    return; a subscript-assigned value, `metrics["mse"] = ...`; unpacked into two names;
+    indexed), which Keras' per-example `tf.metrics.mean_squared_error` tensor is not in a
+    model_fn; and `tf.losses.Reduction` given as a TF1 loss' `reduction=` or with a member
+    only TF1's has."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -129,6 +136,20 @@ class PairUses(Rule):
     def _pair(self, value: cst.BaseExpression | None) -> None:
         if isinstance(value, cst.Call):
             self.paired.add(id(value.func))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.state.imports.qualify(node.func) or ""
+        name = qualified.removeprefix("tensorflow.")
+        if not name.startswith("losses.") or not plain_tf1(name):
+            return
+        for arg in node.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword == "reduction" and isinstance(arg.value, cst.Attribute):
+                self.paired.add(id(arg.value.value))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in TF1_ONLY_REDUCTIONS:
+            self.paired.add(id(node.value))
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         self._pair(node.value)
