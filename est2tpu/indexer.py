@@ -29,18 +29,19 @@ from est2tpu.index import (
 )
 from est2tpu.names import ImportTable, StatementWalker, dotted
 from est2tpu.tfapi import (
+    ADD_METRICS,
     DEFAULT_NUMPY_BATCH,
     ESTIMATOR_CTORS,
     KERAS_TO_ESTIMATOR,
     NUMPY_INPUTS,
     PREMADE,
-    RUN_CONFIGS,
     RUN_METHODS,
     SHIM,
     SPEC_CTORS,
     TPU_ESTIMATOR_CTORS,
     USE_NAMES,
     call_kind,
+    is_run_config_call,
     premade_refusal,
 )
 
@@ -82,10 +83,7 @@ class _DefCollector(_Scoped):
         self.src.defs[self.here] = node
 
     def assign(self, node: cst.Assign) -> None:
-        if (
-            isinstance(node.value, cst.Call)
-            and self.src.imports.tf_name(node.value.func) in RUN_CONFIGS
-        ):
+        if isinstance(node.value, cst.Call) and is_run_config_call(self.src.imports, node.value):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     self.src.run_config_vars.add(t.target.value)
@@ -141,6 +139,7 @@ class Indexer:
         # project functions that build and return an Estimator -> the constructions they
         # return (None: something else too)
         self.returned_ctors: dict[FnKey, set[CallKey | None]] = {}
+        self.metric_fns: set[FnKey] = set()  # add_metrics' metric_fns: part of a model_fn
 
     @staticmethod
     def source(
@@ -227,12 +226,16 @@ class Indexer:
         for collector in collectors:
             collector.direct_calls()
         if self.follow_helpers:
-            self.index.model_fn_helpers = self.helpers_of(
-                {
-                    p.model_fn
-                    for p in self.index.ctors.values()
-                    if p.model_fn is not None and not p.keras and not p.premade
-                }
+            self.index.model_fn_helpers = (
+                self.helpers_of(
+                    {
+                        p.model_fn
+                        for p in self.index.ctors.values()
+                        if p.model_fn is not None and not p.keras and not p.premade
+                    }
+                    | self.metric_fns
+                )
+                | self.metric_fns
             )
         return self.index
 
@@ -391,7 +394,7 @@ class _UseCollector(_Scoped):
     def is_run_config(self, expr: cst.BaseExpression) -> bool:
         """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""
         if isinstance(expr, cst.Call):
-            if self.src.imports.tf_name(expr.func) in RUN_CONFIGS:
+            if is_run_config_call(self.src.imports, expr):
                 return True
             func = expr.func
             return (
@@ -415,6 +418,12 @@ class _UseCollector(_Scoped):
             elif target is not None and kind == "numpy":
                 self.bind(self.numpy_inputs, target, node)
         name = self.src.imports.tf_name(node.func)
+        if name in ADD_METRICS:
+            arg = call_arg(node, "metric_fn", 1)
+            metric_fn = self.ix.resolve_fn(self.src, self.here, arg.value) if arg else None
+            if metric_fn is not None:
+                self.ix.metric_fns.add(metric_fn)
+            return
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.premade = True

@@ -78,8 +78,11 @@ def premade_refusal(short: str, qualified: str, call: cst.Call, use_runtime: boo
     return None
 
 
+# `add_metrics(estimator, metric_fn)`: the metric_fn runs inside the Estimator's model_fn.
+ADD_METRICS = frozenset({"estimator.add_metrics", "contrib.estimator.add_metrics"})
 # Canonical names whose use makes a module worth the use-collecting walk.
 USE_NAMES = (
+    *sorted(ADD_METRICS),
     *ESTIMATOR_CTORS,
     *KERAS_TO_ESTIMATOR,
     *SPEC_CTORS,
@@ -88,6 +91,41 @@ USE_NAMES = (
     *(f"estimator.{name}" for name in PREMADE),
 )
 RUN_CONFIGS = frozenset({"estimator.RunConfig", "estimator.tpu.RunConfig", "contrib.tpu.RunConfig"})
+LEARN_RUN_CONFIG = "contrib.learn.RunConfig"
+# tf.contrib.learn.RunConfig's keyword arguments that tf.estimator.RunConfig takes too, with
+# the same meaning and default (TF 1's contrib RunConfig subclassed the core one). Its others
+# (master, num_cores, log_device_placement, gpu_memory_fraction, evaluation_master) built its
+# own session config or master: no core argument means the same.
+LEARN_RUN_CONFIG_ARGS = frozenset(
+    {
+        "model_dir",
+        "tf_random_seed",
+        "save_summary_steps",
+        "save_checkpoints_steps",
+        "save_checkpoints_secs",
+        "session_config",
+        "keep_checkpoint_max",
+        "keep_checkpoint_every_n_hours",
+        "log_step_count_steps",
+    }
+)
+
+
+def is_run_config_call(imports: ImportTable, call: cst.Call) -> bool:
+    """A RunConfig (core or TPU), or a tf.contrib.learn.RunConfig TPU008 converts."""
+    name = imports.tf_name(call.func)
+    return name in RUN_CONFIGS or (name == LEARN_RUN_CONFIG and learn_run_config_maps(call))
+
+
+def learn_run_config_maps(call: cst.Call) -> bool:
+    """Does this tf.contrib.learn.RunConfig(...) take only keywords tf.estimator.RunConfig
+    has (so it is that RunConfig)?"""
+    return all(
+        not a.star and a.keyword is not None and a.keyword.value in LEARN_RUN_CONFIG_ARGS
+        for a in call.args
+    )
+
+
 RUN_METHODS = {"train": "train", "evaluate": "eval", "predict": "predict"}
 BATCH_METHODS = frozenset({"batch", "padded_batch"})
 

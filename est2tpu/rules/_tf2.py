@@ -73,13 +73,104 @@ class Mapping:
     old: str
     new: str
     # True when `tf.<old>` (without compat.v1) cannot mean anything else in TF 2.x, so the
-    # plain spelling is TF1 code too. `tf.losses`/`tf.metrics` are Keras in TF 2.x: only
-    # their compat.v1 spellings are TF1.
+    # plain spelling is TF1 code too.
     plain_is_tf1: bool = False
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# TF1's `tf.metrics` and `tf.losses` (as TF 2.15's tf.compat.v1 keeps them). In TF 2.x the
+# plain `tf.metrics`/`tf.losses` are Keras' modules, which lack all of these names but
+# KERAS_TOO: a model_fn written for TF 1 that calls `tf.metrics.auc` fails on TF 2.x with an
+# AttributeError, so the plain spelling of these names is TF1 code.
+TF1_METRICS = _words(
+    "accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds "
+    "false_positives false_positives_at_thresholds mean mean_absolute_error "
+    "mean_cosine_distance mean_iou mean_per_class_accuracy mean_relative_error "
+    "mean_squared_error mean_tensor percentage_below precision precision_at_k "
+    "precision_at_thresholds precision_at_top_k recall recall_at_k recall_at_thresholds "
+    "recall_at_top_k root_mean_squared_error sensitivity_at_specificity "
+    "sparse_average_precision_at_k sparse_precision_at_k specificity_at_sensitivity "
+    "true_negatives true_negatives_at_thresholds true_positives true_positives_at_thresholds"
+)
+TF1_LOSSES = _words(
+    "Reduction absolute_difference add_loss compute_weighted_loss cosine_distance get_losses "
+    "get_regularization_loss get_regularization_losses get_total_loss hinge_loss huber_loss "
+    "log_loss mean_pairwise_squared_error mean_squared_error sigmoid_cross_entropy "
+    "softmax_cross_entropy sparse_softmax_cross_entropy"
+)
+# Names TF 2.15's Keras `tf.metrics`/`tf.losses` have too, with another meaning (a
+# per-example function, Keras' reduction enum). Plain, the use decides: see `pair_use`.
+KERAS_TOO = frozenset(
+    {"metrics.mean_absolute_error", "metrics.mean_squared_error", "losses.mean_squared_error"}
+    | {"losses.Reduction"}
+)
+
+
+def plain_tf1(name: str) -> bool:
+    """Is `tf.<name>` (plain, e.g. `metrics.auc`) TF1's API whatever the use?"""
+    module, _, short = name.partition(".")
+    names = {"metrics": TF1_METRICS, "losses": TF1_LOSSES}.get(module, frozenset())
+    return short in names and name not in KERAS_TOO
+
+
+# TF1's `tf.losses.Reduction` members Keras' (`none`, `sum`, `sum_over_batch_size`, `auto`)
+# lacks; the members both have differ in value (TF1's SUM is "weighted_sum").
+TF1_ONLY_REDUCTIONS = frozenset({"MEAN", "SUM_BY_NONZERO_WEIGHTS", "SUM_OVER_NONZERO_WEIGHTS"})
+
+
+class PairUses(Rule):
+    """Collects the KERAS_TOO names a use shows to be TF1's: calls whose value is used as
+    TF1's metric `(value, update_op)` pair (a dict value: `eval_metric_ops`, a metric_fn's
+    return; a subscript-assigned value, `metrics["mse"] = ...`; unpacked into two names;
+    indexed), which Keras' per-example `tf.metrics.mean_squared_error` tensor is not in a
+    model_fn; and `tf.losses.Reduction` given as a TF1 loss' `reduction=` or with a member
+    only TF1's has."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.paired: set[int] = set()  # ids of those calls' `func`
+
+    def _pair(self, value: cst.BaseExpression | None) -> None:
+        if isinstance(value, cst.Call):
+            self.paired.add(id(value.func))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.state.imports.qualify(node.func) or ""
+        name = qualified.removeprefix("tensorflow.")
+        if not name.startswith("losses.") or not plain_tf1(name):
+            return
+        for arg in node.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword == "reduction" and isinstance(arg.value, cst.Attribute):
+                self.paired.add(id(arg.value.value))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in TF1_ONLY_REDUCTIONS:
+            self.paired.add(id(node.value))
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self._pair(node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._pair(node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            inner = target.target
+            if isinstance(inner, cst.Subscript) or (
+                isinstance(inner, (cst.Tuple, cst.List)) and len(inner.elements) == 2
+            ):
+                self._pair(node.value)
+
+
 def _same(prefix: str, names: str, plain_is_tf1: bool = False) -> list[Mapping]:
-    return [Mapping(f"{prefix}.{n}", f"{prefix}.{n}", plain_is_tf1) for n in names.split()]
+    return [
+        Mapping(f"{prefix}.{n}", f"{prefix}.{n}", plain_is_tf1 or plain_tf1(f"{prefix}.{n}"))
+        for n in names.split()
+    ]
 
 
 MAPPINGS: tuple[Mapping, ...] = (

@@ -10,6 +10,7 @@ from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import FACADE_MODULE, facade
+from est2tpu.tfapi import LEARN_RUN_CONFIG_ARGS
 
 # Canonical TensorFlow name -> the facade's name for it (same signature, same semantics).
 FACADE_NAMES: dict[str, str] = {
@@ -24,6 +25,13 @@ FACADE_NAMES: dict[str, str] = {
     "estimator.FinalExporter": "FinalExporter",
     "estimator.export.PredictOutput": "export.PredictOutput",
     "estimator.export.ServingInputReceiver": "export.ServingInputReceiver",
+    "estimator.export.build_parsing_serving_input_receiver_fn": (
+        "export.build_parsing_serving_input_receiver_fn"
+    ),
+    "estimator.export.build_raw_serving_input_receiver_fn": (
+        "export.build_raw_serving_input_receiver_fn"
+    ),
+    "estimator.add_metrics": "add_metrics",
     "estimator.inputs.numpy_input_fn": "inputs.numpy_input_fn",
     "estimator.inputs.pandas_input_fn": "inputs.pandas_input_fn",
     "keras.estimator.model_to_estimator": "model_to_estimator",
@@ -42,7 +50,50 @@ FACADE_NAMES: dict[str, str] = {
             "make_early_stopping_hook",
         )
     },
+    # TF 1.x's tf.contrib names for what the facade has, as TensorFlow 1.15 defines them:
+    # the same functions (contrib.estimator re-exported tf.estimator's), the same strings
+    # (contrib.learn's INFER is tf.estimator's PREDICT, "infer"), the same loaders.
+    "contrib.estimator.add_metrics": "add_metrics",
+    **{
+        f"contrib.estimator.{fn}": f"hooks.{fn}"
+        for fn in (
+            "stop_if_higher_hook",
+            "stop_if_lower_hook",
+            "stop_if_no_increase_hook",
+            "stop_if_no_decrease_hook",
+            "make_early_stopping_hook",
+        )
+    },
+    "contrib.learn.ModeKeys.TRAIN": "ModeKeys.TRAIN",
+    "contrib.learn.ModeKeys.EVAL": "ModeKeys.EVAL",
+    "contrib.learn.ModeKeys.INFER": "ModeKeys.PREDICT",
+    "contrib.learn.RunConfig": "RunConfig",
+    **{
+        f"contrib.learn.datasets.base.{fn}": f"datasets.{fn}"
+        for fn in ("load_csv_with_header", "load_csv_without_header")
+    },
 }
+# tf.contrib.learn.RunConfig maps only when given tfapi.LEARN_RUN_CONFIG_ARGS, by keyword: its
+# other arguments (master, num_cores, ...) configured the TF1 session and cluster.
+CONTRIB_RUN_CONFIG_ARGS = LEARN_RUN_CONFIG_ARGS
+# Private modules of the Estimator whose names programs import directly
+# (`from tensorflow.python.estimator.export.export import build_raw_serving_input_receiver_fn`):
+# module -> the public namespace that exports the same objects.
+PRIVATE_MODULES: dict[str, str] = {
+    f"{root}.python.estimator.export.{module}": "estimator.export"
+    for root in ("tensorflow", "tensorflow_estimator")
+    for module in ("export", "export_output", "export_lib")
+}
+
+
+def private_name(qualified: str | None) -> str | None:
+    """The facade-mapped public name of a name imported from a private Estimator module."""
+    module, _, short = (qualified or "").rpartition(".")
+    space = PRIVATE_MODULES.get(module)
+    name = f"{space}.{short}" if space is not None else None
+    return name if name in FACADE_NAMES else None
+
+
 # The facade's hooks (est2tpu.runtime.tf2.hooks): a `hooks=` argument made only of calls to
 # these is passed on; any other hook needs a session the facade does not have.
 FACADE_HOOKS = frozenset(name for name, new in FACADE_NAMES.items() if new.startswith("hooks."))
@@ -199,12 +250,16 @@ class EstimatorFacade(Rule):
         if any(path == state.path for path, _, _ in state.index.use_sites):
             return True
         for target in state.imports.bindings.values():
+            if private_name(target) is not None:
+                return True
             name = canonical_tf(target)
             if name is not None and (
                 name == "estimator" or name.startswith(("estimator.", "keras.estimator"))
             ):
                 return True
-        return state.imports.uses(state.original, "estimator", "keras.estimator")
+        return state.imports.uses(
+            state.original, "estimator", "keras.estimator", "contrib.learn", "contrib.estimator"
+        )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -215,6 +270,10 @@ class EstimatorFacade(Rule):
         self._columns: list[str] | None = None  # feature-column kinds this module builds
         self._hook_names: dict[str, bool] | None = None  # name -> only facade hooks bound
         self._module: cst.Module = cst.Module(body=[])
+
+    def tf_name(self, node: cst.BaseExpression) -> str | None:
+        """TensorFlow's canonical name, also for the private Estimator names the facade has."""
+        return super().tf_name(node) or private_name(self.state.imports.qualify(node))
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
@@ -250,6 +309,22 @@ class EstimatorFacade(Rule):
                 self.refuse(node.func, why_not(canonical))
                 self.keep.update(id(n) for n in descendants(node))
             return
+        if canonical == "contrib.learn.RunConfig":
+            bad_args = [
+                a.keyword.value if a.keyword is not None else "positional arguments"
+                for a in node.args
+                if a.keyword is None or a.keyword.value not in CONTRIB_RUN_CONFIG_ARGS
+            ]
+            if bad_args:
+                self.refuse(
+                    node,
+                    f"tf.contrib.learn.RunConfig({', '.join(bad_args)}): only "
+                    f"{', '.join(sorted(CONTRIB_RUN_CONFIG_ARGS))}, by keyword, map to the tf2 "
+                    "facade's RunConfig (the others configured TF1's session and cluster); "
+                    "drop the others or name them, then re-run",
+                )
+                self.keep.add(id(node.func))
+                return
         positions = UNSUPPORTED_POSITIONS.get(new, {})
         bad = [
             name

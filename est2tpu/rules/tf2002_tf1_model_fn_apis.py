@@ -5,19 +5,26 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.rule import FileState, Rule
-from est2tpu.rules._tf2 import TABLE, facade, has_model_fn_code, model_fn_scopes
+from est2tpu.rule import FileState
+from est2tpu.rules._tf2 import (
+    KERAS_TOO,
+    TABLE,
+    PairUses,
+    facade,
+    has_model_fn_code,
+    model_fn_scopes,
+)
 
 COLLECTION = "get_collection"
 
 
-class Tf1ModelFnApis(Rule):
+class Tf1ModelFnApis(PairUses):
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return has_model_fn_code(state)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)
         self.model_fns = model_fn_scopes(self.state)
         self.depth = 0  # > 0 inside a model_fn (nested defs included: helpers run there)
 
@@ -33,7 +40,8 @@ class Tf1ModelFnApis(Rule):
         return updated_node
 
     def tf1_name(self, node: cst.BaseExpression) -> str | None:
-        """`layers.dense` for `tf.compat.v1.layers.dense` (and for `tf.layers.dense`)."""
+        """`layers.dense` for `tf.compat.v1.layers.dense` (and for `tf.layers.dense`; for
+        `tf.metrics.mean_squared_error` where its value is used as TF1's metric pair)."""
         qualified = self.state.imports.qualify(node)
         if qualified is None:
             return None
@@ -43,7 +51,11 @@ class Tf1ModelFnApis(Rule):
                 mapping = TABLE.get(name)
                 if name == COLLECTION:
                     return name
-                if mapping is not None and (not plain or mapping.plain_is_tf1):
+                if mapping is not None and (
+                    not plain
+                    or mapping.plain_is_tf1
+                    or (name in KERAS_TOO and id(node) in self.paired)
+                ):
                     return name
                 return None
         return None
@@ -66,5 +78,8 @@ class Tf1ModelFnApis(Rule):
         if name is None or name == COLLECTION:
             return updated_node
         new = TABLE[name].new
-        self.record(original_node, f"tf.compat.v1.{name} -> est2tpu.runtime.tf2.{new}")
+        qualified = self.state.imports.qualify(original_node) or ""
+        # The plain spelling (`tf.metrics.auc`) says it is TF 1's, as TF 2.x reads it otherwise.
+        spelled = "tf.compat.v1." if "compat.v1." in qualified else "TF 1's tf."
+        self.record(original_node, f"{spelled}{name} -> est2tpu.runtime.tf2.{new}")
         return facade(self, new)

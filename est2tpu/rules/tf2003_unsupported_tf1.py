@@ -5,7 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.rule import FileState, Rule
-from est2tpu.rules._tf2 import TABLE, has_model_fn_code, model_fn_scopes
+from est2tpu.rules._tf2 import (
+    TABLE,
+    has_model_fn_code,
+    model_fn_scopes,
+    plain_tf1,
+    tf2_model_fns,
+)
 
 # Canonical-name prefixes (after `tf.compat.v1.`) that only work in a TF1 graph, with the
 # way forward. A prefix ending in "." covers a namespace.
@@ -24,17 +30,38 @@ UNSUPPORTED: dict[str, str] = {
     "trainable_variables": "graph collections do not exist in TF2",
     "local_variables": "graph collections do not exist in TF2",
     "GraphKeys": "only GraphKeys.UPDATE_OPS is supported",
-    "py_func": "use tf.numpy_function, or keep the work outside the model",
+    "py_func": (
+        "it runs Python on the host: under the facade it works on CPU and GPU (TF2's "
+        "tf.compat.v1.py_func is tf.numpy_function) but no TPU can run it; keep the work "
+        "outside the model_fn (in the input_fn, or after predict)"
+    ),
     "layers.": "this layer has no facade equivalent; use a Keras layer created once",
     "losses.": "this loss has no facade equivalent; compute it with TF2 ops",
     "metrics.": "this metric has no facade equivalent; use one of the facade's metrics",
     "train.": "this tf.compat.v1.train API has no facade equivalent",
-    "summary.": "TF1 summaries need a session; the facade writes loss and eval metrics",
+    "summary.": (
+        "only summary.scalar/histogram/image/audio/text are written by the facade (through "
+        "its writer, every save_summary_steps); merged summaries, FileWriter and "
+        "tensor_summary need a TF1 session: write the value with one of those instead"
+    ),
 }
-METHODS = {
-    "compute_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
-    "apply_gradients": "use optimizer.minimize(loss): the facade applies it with a tape",
-}
+# TF1 summaries TensorFlow 2 writes itself: inside a `tf.function` with a default writer and
+# a step (the facade's train loop sets both, as TF1's SummarySaverHook ran them) each of these
+# calls its TF2 op, same tag and value; skipped on replicas other than the first.
+WRITTEN_SUMMARIES = frozenset(
+    f"summary.{kind}" for kind in ("scalar", "histogram", "image", "audio", "text")
+)
+# `optimizer.compute_gradients` / `apply_gradients` map (the facade's optimizers compute
+# TF1's gradients and apply them after the model_fn returns), except an apply_gradients in a
+# def or lambda nested in the model_fn: a `tf.cond` branch, whose choice the facade, applying
+# once per step after the model_fn, cannot keep.
+NESTED_APPLY = (
+    "`.apply_gradients(...)` in a function or lambda nested in a model_fn (a tf.cond or "
+    "tf.while_loop branch) has no tf2 facade equivalent: the facade applies the gradients "
+    "once per step, after the model_fn returns; choose the gradients in the branches (for "
+    "instance zeros for the variables a branch leaves alone) and call apply_gradients once, "
+    "in the model_fn itself"
+)
 
 
 def unsupported(name: str) -> str | None:
@@ -49,17 +76,30 @@ def unsupported(name: str) -> str | None:
 class UnsupportedTf1(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return has_model_fn_code(state)
+        if has_model_fn_code(state):
+            return True
+        # A TF1 optimizer subclassed here may be what a model_fn elsewhere builds.
+        return bool(tf2_model_fns(state.index)) and state.imports.uses(state.original, "train")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.model_fns = model_fn_scopes(self.state)
         self.depth = 0
+        self.lambdas = 0  # lambdas open inside a model_fn
         self.inner: set[int] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.depth or self.here in self.model_fns:
             self.depth += 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        if self.depth:
+            self.lambdas += 1
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        if self.depth:
+            self.lambdas -= 1
+        return updated_node
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
@@ -67,6 +107,25 @@ class UnsupportedTf1(Rule):
         if self.depth:
             self.depth -= 1
         return updated_node
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not tf2_model_fns(self.state.index):
+            return
+        for base in node.bases:
+            qualified = self.state.imports.qualify(base.value) or ""
+            for root in ("tensorflow.compat.v1.train.", "tensorflow.train."):
+                if qualified.startswith(root) and qualified.endswith("Optimizer"):
+                    self.refuse(
+                        node.name,
+                        f"`{node.name.value}` subclasses TF1's `tf.compat.v1.train."
+                        f"{qualified[len(root) :]}`: the tf2 facade keeps and applies only the "
+                        "optimizers of est2tpu.runtime.tf2.train (TF2002 maps "
+                        "tf.compat.v1.train.*Optimizer calls in a model_fn to them); a TF1 "
+                        "optimizer built in a model_fn finds no variables to optimize under "
+                        "TF2. Use one of those optimizers, or port this one to a Keras "
+                        "optimizer by hand",
+                    )
+                    return
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.inner.add(id(node.value))
@@ -81,30 +140,50 @@ class UnsupportedTf1(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if (
-            self.depth
+            (self.depth > 1 or self.lambdas)
             and isinstance(func, cst.Attribute)
-            and func.attr.value in METHODS
+            and func.attr.value == "apply_gradients"
             and self.state.imports.qualify(func) is None
         ):
-            self.refuse(
-                node,
-                f"`.{func.attr.value}(...)` in a model_fn has no tf2 facade equivalent; "
-                f"{METHODS[func.attr.value]}",
-            )
+            self.refuse(node, NESTED_APPLY)
 
     def _check(self, node: cst.Name | cst.Attribute) -> None:
         if id(node) in self.inner:
             return  # only the whole dotted name is judged
         qualified = self.state.imports.qualify(node)
-        if qualified is None or not qualified.startswith("tensorflow.compat.v1."):
+        if qualified is None:
+            return
+        if not qualified.startswith("tensorflow.compat.v1."):
+            self._check_plain(node, qualified)
             return
         name = qualified[len("tensorflow.compat.v1.") :]
         if name in TABLE:
             return  # TF2002's to map
+        if name in WRITTEN_SUMMARIES:
+            return
         hint = unsupported(name)
-        if hint is not None:
+        if hint is not None and name == "py_func":
+            self.refuse(node, f"`tf.compat.v1.py_func` in a model_fn run by the tf2 facade: {hint}")
+        elif hint is not None:
             self.refuse(
                 node,
                 f"`tf.compat.v1.{name}` has no exact TF2 equivalent in a model_fn run by the "
                 f"tf2 facade; {hint}",
+            )
+
+    def _check_plain(self, node: cst.Name | cst.Attribute, qualified: str) -> None:
+        """`tf.metrics.mean_iou`, `tf.losses.get_total_loss`: TF1's, as TF 2.x's Keras
+        `tf.metrics`/`tf.losses` have no such name; TF2002 maps the ones the facade has."""
+        name = qualified.removeprefix("tensorflow.")
+        if name == qualified or name in TABLE or not plain_tf1(name):
+            return
+        hint = unsupported(name)
+        if hint is not None:
+            spelled = f"tf.{name}"
+            self.refuse(
+                node,
+                f"`{spelled}` is TensorFlow 1's `tf.compat.v1.{name}` (TF 2.x's `tf."
+                f"{name.partition('.')[0]}` is Keras' and has no such name, so the migrated "
+                f"model_fn would fail) and has no exact TF2 equivalent in a model_fn run by "
+                f"the tf2 facade; {hint}",
             )

@@ -16,9 +16,11 @@ from est2tpu.rule import FileState, Rule
 
 _FACADE = (
     "est2tpu.runtime.tf2 provides Estimator, EstimatorSpec, ModeKeys, RunConfig, TrainSpec, "
-    "EvalSpec, train_and_evaluate, exporters, inputs.numpy_input_fn/pandas_input_fn, "
-    "model_to_estimator and the DNN/Linear classifiers and regressors; heads, hooks, "
-    "feature-column premades, TPU and Estimator internals have no equivalent there"
+    "EvalSpec, train_and_evaluate, add_metrics, exporters and serving input receivers, "
+    "inputs.numpy_input_fn/pandas_input_fn, model_to_estimator, the DNN/Linear classifiers "
+    "and regressors, the common hooks and contrib.learn's CSV loaders; heads, other hooks, "
+    "feature-column premades, contrib.learn's Experiment, TPU and Estimator internals have no "
+    "equivalent there"
 )
 
 

@@ -1,4 +1,5 @@
-"""TPU008: `tf.estimator.RunConfig(...)` -> TPU `RunConfig` with a `TPUConfig` and a cluster."""
+"""TPU008: `tf.estimator.RunConfig(...)` (and a `tf.contrib.learn.RunConfig(...)` with only
+keywords the core one has) -> TPU `RunConfig` with a `TPUConfig` and a cluster."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, kwarg, one_per_line, too_long, with_kwarg
 from est2tpu.rule import FileState, Rule
+from est2tpu.tfapi import LEARN_RUN_CONFIG, learn_run_config_maps
 
 DEFAULT_ITERATIONS_PER_LOOP = 100
 TPU_ONLY_ARGS = ("cluster", "tpu_config", "master", "evaluation_master")
@@ -14,11 +16,13 @@ TPU_ONLY_ARGS = ("cluster", "tpu_config", "master", "evaluation_master")
 class TpuRunConfig(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return state.imports.calls(state.original, "estimator.RunConfig")
+        return state.imports.calls(state.original, "estimator.RunConfig", LEARN_RUN_CONFIG)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if self.tf_name(original_node.func) != "estimator.RunConfig":
-            return updated_node
+        name = self.tf_name(original_node.func)
+        learn = name == LEARN_RUN_CONFIG and learn_run_config_maps(original_node)
+        if name != "estimator.RunConfig" and not learn:
+            return updated_node  # TPU014 reports a contrib.learn one with other arguments
         if any(kwarg(original_node, a) is not None for a in TPU_ONLY_ARGS):
             return updated_node
         call = updated_node.with_changes(func=self.tf("compat.v1.estimator.tpu.RunConfig"))
@@ -50,7 +54,9 @@ class TpuRunConfig(Rule):
         if one_per_line(call):
             tpu_config = explode(tpu_config, depth=depth + 1)
         call = with_kwarg(call, "tpu_config", tpu_config)
-        self.record(original_node, "RunConfig -> TPU RunConfig")
+        self.record(
+            original_node, f"{'tf.contrib.learn.' if learn else ''}RunConfig -> TPU RunConfig"
+        )
         return call
 
 

@@ -18,6 +18,7 @@ _WATCHED = (
     "estimator.Estimator",
     "estimator.EstimatorSpec",
     "estimator.RunConfig",
+    "contrib.learn.RunConfig",
     "estimator.train_and_evaluate",
     "keras.estimator.model_to_estimator",
     "estimator.inputs.numpy_input_fn",
@@ -75,6 +76,16 @@ def _message(name: str, subclass: bool) -> str | None:
             "(a head, a helper, a model_fn est2tpu cannot trace): where it reaches a "
             "TPUEstimator, return tf.compat.v1.estimator.tpu.TPUEstimatorSpec, with "
             "eval_metric_ops as eval_metrics=(metric_fn, tensors) and scaffold as scaffold_fn"
+        )
+    if name == "contrib.learn.RunConfig":
+        return (
+            "tf.contrib.learn.RunConfig does not exist in TensorFlow 2 (tf.contrib was "
+            "removed), and this one has arguments TPU008 does not convert (positional ones, "
+            "or master, num_cores, log_device_placement, gpu_memory_fraction, "
+            "evaluation_master, which tf.estimator.RunConfig lacks): use "
+            "tf.compat.v1.estimator.tpu.RunConfig with the keyword arguments "
+            "(est2tpu.runtime.run_config() builds one with the TPU cluster resolver), and "
+            "put the session arguments into session_config"
         )
     if head == "estimator" and short == "RunConfig":
         return (

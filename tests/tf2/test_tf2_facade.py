@@ -94,6 +94,8 @@ _SYMBOLS_PROBE = textwrap.dedent(
                 if p not in mine:
                     problems.append(f"{new_name} lacks TF1 parameter {p!r}")
     for old in DATA["facade_names"]:
+        if old.startswith("contrib."):
+            continue  # TF 1.x only: checked against TensorFlow 1.15's source
         # `estimator.inputs.*` exists only in the v1 API (tf.compat.v1.estimator.inputs).
         for root in (tf, tf.compat.v1):
             try:

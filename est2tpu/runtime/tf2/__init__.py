@@ -125,7 +125,17 @@ if "TF_USE_LEGACY_KERAS" not in os.environ and _tf_keras_installed():
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
 _route_tf_keras()
 
-from est2tpu.runtime.tf2 import export, hooks, inputs, layers, losses, metrics, premade, train
+from est2tpu.runtime.tf2 import (
+    datasets,
+    export,
+    hooks,
+    inputs,
+    layers,
+    losses,
+    metrics,
+    premade,
+    train,
+)
 from est2tpu.runtime.tf2._core import GraphKeys, ModeKeys, get_collection
 from est2tpu.runtime.tf2._estimator import (
     Estimator,
@@ -135,6 +145,7 @@ from est2tpu.runtime.tf2._estimator import (
     LatestExporter,
     RunConfig,
     TrainSpec,
+    add_metrics,
     train_and_evaluate,
 )
 from est2tpu.runtime.tf2._keras_estimator import KerasEstimator, model_to_estimator
@@ -172,6 +183,8 @@ __all__ = [
     "ModeKeys",
     "RunConfig",
     "TrainSpec",
+    "add_metrics",
+    "datasets",
     "export",
     "get_collection",
     "hooks",

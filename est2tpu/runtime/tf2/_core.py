@@ -52,6 +52,8 @@ class TrainOpRecord:
     optimizer: Any  # est2tpu.runtime.tf2.train._Optimizer
     loss: Any
     var_list: Any
+    # `apply_gradients(grads_and_vars)`: the gradients the model_fn computed (loss is None)
+    grads_and_vars: Any = None
 
 
 @dataclass
@@ -74,6 +76,10 @@ class Invocation:
     losses: list[LossRecord] = field(default_factory=list)
     metric_by_op: dict[int, Any] = field(default_factory=dict)
     used_layers: list[Any] = field(default_factory=list)
+    # This replica's share of a loss, as the facade scales a minimized loss (TRAIN only):
+    # what `compute_gradients` differentiates, as TF1's scaled it under a strategy.
+    scale_loss: Callable[[Any], Any] | None = None
+    graph: Any = None  # the graph the model_fn is traced in (not a tf.cond branch's)
 
     def site_key(self, depth: int) -> tuple[str, int, int]:
         """(file, line, n-th run of that line in this call) of the user code `depth` up."""

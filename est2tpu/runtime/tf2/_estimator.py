@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import inspect
 import os
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TypeVar, cast
 
 from est2tpu.runtime.tf2 import _strategy
-from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, invoke
+from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, current, invoke
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2.metrics import Metric
 
@@ -218,6 +219,50 @@ def _serving_receiver(
     return receive, input_spec, features_spec
 
 
+_METRIC_FN_ARGS = frozenset({"features", "labels", "predictions", "config"})
+
+
+def _with_metrics(
+    spec: EstimatorSpec, metric_fn: Callable[..., Any], features: Any, labels: Any, config: Any
+) -> EstimatorSpec:
+    """The EVAL spec with `metric_fn`'s metrics added (they win a name clash), as TF1's
+    `add_metrics` model_fn: the metric_fn gets those of features, labels, predictions and
+    config it names."""
+    import tensorflow as tf
+
+    names = inspect.signature(metric_fn).parameters
+    given = {"features": features, "labels": labels, "predictions": spec.predictions}
+    kwargs = {k: v for k, v in {**given, "config": config}.items() if k in names}
+    metrics = dict(spec.eval_metric_ops or {})
+    # Not converted by AutoGraph, as the model_fn (its metrics are keyed by call site).
+    metrics.update(tf.autograph.experimental.do_not_convert(metric_fn)(**kwargs))
+    return spec._replace(eval_metric_ops=metrics)
+
+
+def add_metrics(estimator: Estimator, metric_fn: Callable[..., Any]) -> Estimator:
+    """`tf.estimator.add_metrics` (`tf.contrib.estimator.add_metrics`): a new Estimator
+    whose evaluation also reports `metric_fn`'s metrics, built with
+    `est2tpu.runtime.tf2.metrics`.
+
+    `metric_fn` may take `features`, `labels`, `predictions` (what the model_fn returns in
+    EVAL mode) and `config`, and returns `{name: metric}`. The new Estimator shares the
+    model_dir, config and params (its checkpoints are the old one's); a premade keeps its
+    predict.
+    """
+    if not isinstance(estimator, Estimator):
+        raise TypeError(
+            "est2tpu tf2 facade: add_metrics takes an est2tpu.runtime.tf2 Estimator, got "
+            f"{type(estimator).__name__}"
+        )
+    invalid = list(set(inspect.signature(metric_fn).parameters) - _METRIC_FN_ARGS)
+    if invalid:
+        raise ValueError(f"metric_fn ({metric_fn}) has following not expected args: {invalid}")
+    new = copy.copy(estimator)
+    new._init_state()
+    new._metric_fns = (*estimator._metric_fns, metric_fn)
+    return new
+
+
 class Estimator:
     """Constructed like `tf.estimator.Estimator`; runs the same model_fn on current TF.
 
@@ -249,6 +294,13 @@ class Estimator:
         self._strategy = (
             self._config.train_distribute or self._config.eval_distribute or _strategy.strategy()
         )
+        # add_metrics(): metric_fns whose metrics join the model_fn's in EVAL mode
+        self._metric_fns: tuple[Callable[..., Any], ...] = ()
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """What this Estimator builds and runs, created on first use (an add_metrics copy
+        starts afresh and restores from the same model_dir, as TF1's new Estimator did)."""
         self._state: State | None = None
         self._built: set[str] = set()
         self._checkpoint: Any = None
@@ -307,10 +359,15 @@ class Estimator:
             kwargs["config"] = self._config
         # TF1 never converted a model_fn with AutoGraph; neither do we.
         fn = tf.autograph.experimental.do_not_convert(self._model_fn)
+        current("the model_fn").graph = tf.compat.v1.get_default_graph()
         # TF1 built the model_fn at the graph's top name scope: its op names and summary
         # tags (`train_rmse`, not `while/cond_1/train_rmse` inside the step loop) are those.
         with tf.compat.v1.name_scope(None):
-            return _check_spec(fn(features, **kwargs), mode)
+            spec = _check_spec(fn(features, **kwargs), mode)
+            if mode == ModeKeys.EVAL:
+                for metric_fn in self._metric_fns:
+                    spec = _with_metrics(spec, metric_fn, features, labels, self._config)
+            return spec
 
     def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
         import tensorflow as tf
@@ -438,25 +495,33 @@ class Estimator:
         state = self._ensure_state()
         features, labels = self._split(element)
         ctx = tf.distribute.get_replica_context()
+
+        def call() -> EstimatorSpec:
+            inv = current("the model_fn")
+            inv.scale_loss = lambda loss: self._scaled(loss, inv, features, ctx)
+            return self._call_model_fn(features, labels, ModeKeys.TRAIN)
+
         with tf.GradientTape(persistent=True) as tape:
-            spec, inv = invoke(
-                state,
-                ModeKeys.TRAIN,
-                False,
-                lambda: self._call_model_fn(features, labels, ModeKeys.TRAIN),
-            )
+            spec, inv = invoke(state, ModeKeys.TRAIN, False, call)
             scaled = [
-                (record, self._scaled(record.loss, inv, features, ctx)) for record in inv.train_ops
+                (record, self._scaled(record.loss, inv, features, ctx))
+                for record in inv.train_ops
+                if record.grads_and_vars is None
             ]
         if spec.loss is None or not inv.train_ops:
             raise ValueError(
                 "est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
                 "and a train_op from optimizer.minimize(loss)"
             )
-        for record, loss in scaled:
-            variables = list(record.var_list or state.trainable_variables())
-            grads = tape.gradient(loss, variables)
-            pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+        losses = {id(record): loss for record, loss in scaled}
+        for record in inv.train_ops:
+            if record.grads_and_vars is not None:
+                # apply_gradients: what the model_fn computed (and maybe clipped)
+                pairs = [(g, v) for g, v in record.grads_and_vars if g is not None]
+            else:
+                variables = list(record.var_list or state.trainable_variables())
+                grads = tape.gradient(losses[id(record)], variables)
+                pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             record.optimizer.inner.apply_gradients(pairs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -27,7 +28,10 @@ class PredictOutput:
 
 
 class ServingInputReceiver:
-    """`tf.estimator.export.ServingInputReceiver` (built in TF1 style, with placeholders)."""
+    """`tf.estimator.export.ServingInputReceiver` (built in TF1 style, with placeholders).
+
+    As TF1's, a single features tensor reaches the model_fn as `{"feature": tensor}`.
+    """
 
     def __init__(
         self,
@@ -39,7 +43,50 @@ class ServingInputReceiver:
             raise NotImplementedError(
                 "est2tpu tf2 facade: receiver_tensors_alternatives is not supported"
             )
-        self.features = features
+        self.features = features if isinstance(features, dict) else {"feature": features}
         self.receiver_tensors = (
             receiver_tensors if isinstance(receiver_tensors, dict) else {"input": receiver_tensors}
         )
+
+
+def build_parsing_serving_input_receiver_fn(
+    feature_spec: Any, default_batch_size: int | None = None
+) -> Callable[[], ServingInputReceiver]:
+    """`tf.estimator.export.build_parsing_serving_input_receiver_fn`: serialized
+    `tf.Example`s fed to `examples` (placeholder `input_example_tensor`), parsed with
+    `feature_spec`; the facade runs it in a TF1 graph, as TF1 did."""
+
+    def serving_input_receiver_fn() -> ServingInputReceiver:
+        import tensorflow as tf
+
+        serialized = tf.compat.v1.placeholder(
+            dtype=tf.string, shape=[default_batch_size], name="input_example_tensor"
+        )
+        features = tf.compat.v1.io.parse_example(serialized, feature_spec)
+        return ServingInputReceiver(features, {"examples": serialized})
+
+    return serving_input_receiver_fn
+
+
+def build_raw_serving_input_receiver_fn(
+    features: Any, default_batch_size: int | None = None
+) -> Callable[[], ServingInputReceiver]:
+    """`tf.estimator.export.build_raw_serving_input_receiver_fn`: one placeholder per
+    feature, shaped `[default_batch_size, *tensor.shape[1:]]`, fed and passed on as is."""
+
+    def serving_input_receiver_fn() -> ServingInputReceiver:
+        import tensorflow as tf
+
+        receivers = {}
+        for name, tensor in features.items():
+            shape = tf.TensorShape([default_batch_size]).concatenate(tensor.get_shape()[1:])
+            try:
+                op_name = tensor.op.name
+            except AttributeError:  # an eager tensor has no op
+                op_name = None
+            receivers[name] = tf.compat.v1.placeholder(
+                dtype=tensor.dtype, shape=shape, name=op_name
+            )
+        return ServingInputReceiver(receivers, receivers)
+
+    return serving_input_receiver_fn

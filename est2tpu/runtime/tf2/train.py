@@ -58,13 +58,55 @@ class _Optimizer:
         inv.train_ops.append(TrainOpRecord(self, loss, var_list))
         return tf.no_op(name=name or "minimize")
 
-    def compute_gradients(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            "est2tpu tf2 facade: compute_gradients/apply_gradients have no facade equivalent; "
-            "use optimizer.minimize(loss)"
-        )
+    def compute_gradients(
+        self,
+        loss: Any,
+        var_list: Any = None,
+        gate_gradients: int = 1,
+        aggregation_method: Any = None,
+        colocate_gradients_with_ops: bool = False,
+        grad_loss: Any = None,
+    ) -> list[tuple[Any, Any]]:
+        """TF1's `[(gradient or None, variable)]` of this replica's share of `loss`, by
+        `tf.gradients` in the model_fn's graph, over the model's trainable variables."""
+        import tensorflow as tf
 
-    apply_gradients = compute_gradients
+        inv = current(f"{self.class_name}.compute_gradients")
+        variables = list(var_list) if var_list is not None else inv.state.trainable_variables()
+        if not variables:
+            raise ValueError("No variables to optimize.")
+        if inv.building:
+            # The build trace runs outside the replicas, where a mirrored variable has no
+            # handle to differentiate; it only creates state, so the values do not matter.
+            return [(tf.zeros(v.shape, v.dtype), v) for v in variables]
+        scaled = inv.scale_loss(loss) if inv.scale_loss is not None else loss
+        grads = tf.compat.v1.gradients(
+            scaled,
+            variables,
+            grad_ys=grad_loss,
+            gate_gradients=gate_gradients == 1,
+            aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops,
+        )
+        return list(zip(grads, variables))
+
+    def apply_gradients(
+        self, grads_and_vars: Any, global_step: Any = None, name: Any = None
+    ) -> Any:
+        """Record the gradients; the facade applies them after the model_fn returns, once
+        per step (and advances the global step itself)."""
+        import tensorflow as tf
+
+        inv = current(f"{self.class_name}.apply_gradients")
+        if inv.graph is not None and tf.compat.v1.get_default_graph() is not inv.graph:
+            raise NotImplementedError(
+                "est2tpu tf2 facade: apply_gradients inside tf.cond/tf.while_loop is not "
+                "supported: the facade applies the gradients after the model_fn returns"
+            )
+        pairs = [(g, v) for g, v in grads_and_vars]
+        applied = [v for g, v in pairs if g is not None]
+        inv.train_ops.append(TrainOpRecord(self, None, applied, pairs))
+        return tf.no_op(name=name or "apply_gradients")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
