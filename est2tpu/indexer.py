@@ -5,6 +5,7 @@ and the calls that use them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import PurePath
 from typing import TypeVar
 
 import libcst as cst
@@ -135,7 +136,7 @@ class Indexer:
         self.use_runtime = use_runtime
         self.follow_helpers = follow_helpers
         self.modules = {m.path: m for m in modules}
-        self.by_name: dict[str, str | None] = {}
+        self.claimed: dict[str, list[str]] = {}  # dotted name -> the files it may name
         self.index = ProjectIndex()
         self.wrapped: set[int] = set()  # id() of calls an input_fn lambda makes
         # project functions that build and return an Estimator -> the constructions they
@@ -158,15 +159,15 @@ class Indexer:
 
     def register(self, src: SourceModule, names: Iterable[str]) -> None:
         for name in names:
-            if name in self.by_name and self.by_name[name] != src.path:
-                self.by_name[name] = None  # two files claim it: ambiguous
-            else:
-                self.by_name[name] = src.path
+            claimers = self.claimed.setdefault(name, [])
+            if src.path not in claimers:
+                claimers.append(src.path)
 
     # -- resolution ---------------------------------------------------------------------
 
-    def module_for(self, dotted_name: str) -> SourceModule | None:
-        path = self.by_name.get(dotted_name)
+    def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
+        """The module a dotted name means when `near` imports it (see `nearest_claim`)."""
+        path = nearest_claim(self.claimed.get(dotted_name, []), dotted_name, near)
         return self.modules.get(path) if path else None
 
     def resolve_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> FnKey | None:
@@ -186,10 +187,56 @@ class Indexer:
             return None
         full = f"{target}.{rest}" if rest else target
         module_name, _, fn_name = full.rpartition(".")
-        other = self.module_for(module_name)
+        other = self.module_for(module_name, src.path) or self.sibling(src, module_name)
         if other is not None and fn_name in other.defs:
             return (other.path, fn_name)
         return None
+
+    def sibling(self, src: SourceModule, module_name: str) -> SourceModule | None:
+        """`from pkg.sub import model` in pkg/sub/task.py, when the run started below the
+        package root (`est2tpu migrate pkg/sub`): no file claims `pkg.sub.model`, and the
+        file beside the importer is it, since the directories it sits in are the package's.
+        """
+        package, _, last = module_name.rpartition(".")
+        if not package:
+            return None
+        here = PurePath(src.path).parent
+        dirs = here.parts[-len(package.split(".")) :]
+        if tuple(package.split(".")[-len(dirs) :]) != dirs:
+            return None
+        other = self.module_for(last, src.path)
+        return other if other is not None and PurePath(other.path).parent == here else None
+
+    def resolve_model_fn(
+        self, src: SourceModule, scope: str, expr: cst.BaseExpression
+    ) -> FnKey | None:
+        """The def a model_fn argument names: a function (see `resolve_fn`), or a method of
+        a class of this module, as `self.model_fn` inside the class, `Model.model_fn` or
+        `Model(hparams).model_fn` (Estimator calls a bound method without `self`)."""
+        key = self.resolve_fn(src, scope, expr)
+        if key is not None or not isinstance(expr, cst.Attribute):
+            return key
+        owner = expr.value
+        cls: str | None = None
+        if isinstance(owner, cst.Call):
+            owner = owner.func
+        if isinstance(owner, cst.Name):
+            parts = scope.split(".") if scope else []
+            method = src.defs.get(scope)
+            if (
+                expr.value is owner
+                and method is not None
+                and len(parts) > 1
+                and ".".join(parts[:-1]) not in src.defs  # a method, not a nested def
+                and param_names(method)[:1] == [owner.value]
+            ):
+                cls = ".".join(parts[:-1])  # self.<method>, cls.<method>
+            else:
+                cls = _class_in_scope(src, parts, owner.value)
+        if cls is None:
+            return None
+        key_name = f"{cls}.{expr.attr.value}"
+        return (src.path, key_name) if key_name in src.defs else None
 
     def fn(self, key: FnKey) -> cst.FunctionDef:
         return self.modules[key[0]].defs[key[1]]
@@ -222,6 +269,7 @@ class Indexer:
             for p in self.index.ctors.values()
             if p.model_fn is not None and (p.convert or p.tpu)
         }
+        self.index.kept_model_fns = kept - self.index.model_fns
         for collector in collectors:
             collector.finish()
         for collector in collectors:
@@ -435,7 +483,9 @@ class _UseCollector(_Scoped):
             arg = call_arg(node, "model_fn", 0)
             fn_key = None
             if arg is not None:
-                fn_key = self.ix.resolve_fn(self.src, self.here, _unwrap_partial(self, arg.value))
+                fn_key = self.ix.resolve_model_fn(
+                    self.src, self.here, _unwrap_partial(self, arg.value)
+                )
             plan.model_fn = fn_key
             if fn_key is not None:
                 plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
@@ -852,6 +902,47 @@ class _UseCollector(_Scoped):
     @staticmethod
     def code_of(src: SourceModule, node: cst.CSTNode) -> str:
         return src.module.code_for_node(node)
+
+
+def nearest_claim(paths: Sequence[str], dotted_name: str, near: str | None) -> str | None:
+    """Which of the files that may be imported as `dotted_name` an import in `near` means.
+
+    One claimer is the answer. Several (`trainer/model.py` in each of a monorepo's
+    trainers): the import can only reach a file whose import root (the directory the name
+    counts from) holds the importing file, as on `sys.path` when that program runs; of
+    those, the deepest root. A tie, or no importing file, is ambiguous: None.
+    """
+    if len(paths) == 1:
+        return paths[0]
+    if near is None:
+        return None
+    here = PurePath(near)
+    depth = dotted_name.count(".") + 1
+    ranked: list[tuple[int, str]] = []
+    for path in paths:
+        module = PurePath(path)
+        module = module.parent if module.name == "__init__.py" else module.with_suffix("")
+        if len(module.parents) < depth:
+            continue
+        root = module.parents[depth - 1]
+        if here.is_relative_to(root):
+            ranked.append((len(root.parts), path))
+    ranked.sort(reverse=True)
+    if not ranked or (len(ranked) > 1 and ranked[0][0] == ranked[1][0]):
+        return None
+    return ranked[0][1]
+
+
+def _class_in_scope(src: SourceModule, scope: list[str], name: str) -> str | None:
+    """The dotted path of the class `name` visible from `scope`, if it is one of this
+    module's classes (a def path with methods under it that is not itself a def)."""
+    for i in range(len(scope), -1, -1):
+        candidate = ".".join([*scope[:i], name])
+        if candidate in src.defs:
+            return None  # a function: its nested defs are no attributes
+        if any(key.startswith(f"{candidate}.") for key in src.defs):
+            return candidate
+    return None
 
 
 def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -110,6 +110,7 @@ def _message(name: str, subclass: bool) -> str | None:
 
 class EstimatorApiLeft(Rule):
     FINAL = True
+    KEYED = True  # an Estimator the index refused is named with the index's reason
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
@@ -145,6 +146,15 @@ class EstimatorApiLeft(Rule):
             )
             return
         name = estimator_name(self.state.imports, func)
+        if name == "estimator.EstimatorSpec" and self.in_kept_model_fn():
+            return  # its Estimator stays a plain one, which takes it (TPU007 says why)
         message = _message(name, subclass=False) if name else None
+        key = self.key_of(node) if name == "estimator.Estimator" else None
+        plan = self.state.index.ctors.get(key) if key is not None else None
+        if plan is not None and plan.model_fn is not None and plan.refusal:
+            message = f"{plan.refusal} (see `est2tpu explain TPU007`)"
         if message:
             self.refuse(node, message)
+
+    def in_kept_model_fn(self) -> bool:
+        return (self.state.path, self.here) in self.state.index.kept_model_fns
