@@ -269,7 +269,9 @@ class Indexer:
             for p in self.index.ctors.values()
             if p.model_fn is not None and (p.convert or p.tpu)
         }
-        self.index.kept_model_fns = kept - self.index.model_fns
+        for (path, _, _), plan in self.index.ctors.items():
+            if plan.model_fn in kept and plan.model_fn not in self.index.model_fns:
+                self.index.kept_model_fns.setdefault(plan.model_fn, set()).add(path)
         for collector in collectors:
             collector.finish()
         for collector in collectors:

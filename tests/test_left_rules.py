@@ -68,7 +68,7 @@ def test_nothing_left_without_a_finding(before: Path, target: str) -> None:
     assert again.new_text == result.new_text
     lines = {f.position.line for f in again.findings}
     _, left = corpus.analyse(result.new_text, Path(before.name), target)
-    uncovered = [c for c in left if not any(c.line <= n <= c.end_line for n in lines)]
+    uncovered = [c for c in left if not c.covered(lines)]
     assert not uncovered, uncovered
 
 

@@ -8,6 +8,8 @@ that a TPUEstimator program cannot keep, unless another rule already explained t
 
 from __future__ import annotations
 
+import os.path
+
 import libcst as cst
 
 from est2tpu.names import estimator_name, spelled_in_code
@@ -108,6 +110,11 @@ def _message(name: str, subclass: bool) -> str | None:
     return None
 
 
+def _near(path: str, here: str) -> str:
+    """`path` as seen from the directory of `here`."""
+    return os.path.relpath(path, os.path.dirname(here) or ".")
+
+
 class EstimatorApiLeft(Rule):
     FINAL = True
     KEYED = True  # an Estimator the index refused is named with the index's reason
@@ -146,15 +153,21 @@ class EstimatorApiLeft(Rule):
             )
             return
         name = estimator_name(self.state.imports, func)
-        if name == "estimator.EstimatorSpec" and self.in_kept_model_fn():
-            return  # its Estimator stays a plain one, which takes it (TPU007 says why)
         message = _message(name, subclass=False) if name else None
+        if name == "estimator.EstimatorSpec":
+            kept_in = self.state.index.kept_model_fns.get((self.state.path, self.here))
+            if kept_in is not None and self.state.path in kept_in:
+                return  # its Estimator, here, stays a plain one (TPU007 says why there)
+            if kept_in is not None:
+                where = ", ".join(sorted(_near(p, self.state.path) for p in kept_in))
+                message = (
+                    f"EstimatorSpec of a model_fn whose Estimator stays as it is (in {where}; "
+                    "TPU007 there says why): right for that Estimator; once it is a "
+                    "TPUEstimator, return tf.compat.v1.estimator.tpu.TPUEstimatorSpec here"
+                )
         key = self.key_of(node) if name == "estimator.Estimator" else None
         plan = self.state.index.ctors.get(key) if key is not None else None
         if plan is not None and plan.model_fn is not None and plan.refusal:
             message = f"{plan.refusal} (see `est2tpu explain TPU007`)"
         if message:
             self.refuse(node, message)
-
-    def in_kept_model_fn(self) -> bool:
-        return (self.state.path, self.here) in self.state.index.kept_model_fns

@@ -41,6 +41,7 @@ MORE_PROJECTS = (
     "eval_metrics_branches",
     "optimizer_branches",
     "class_form_layers",
+    "model_fn_in_a_class",
 )
 # name -> environment of the migrated program
 STRATEGIES: dict[str, dict[str, str]] = {
