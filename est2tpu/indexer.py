@@ -142,6 +142,8 @@ class Indexer:
         # project functions that build and return an Estimator -> the constructions they
         # return (None: something else too)
         self.returned_ctors: dict[FnKey, set[CallKey | None]] = {}
+        # Estimators built with a parameter of the function that builds them as model_fn
+        self.builder_params: list[tuple[_UseCollector, cst.Call, CtorPlan, FnKey, str]] = []
 
     @staticmethod
     def source(
@@ -247,6 +249,7 @@ class Indexer:
         collectors = [_UseCollector(self, src) for src in self.modules.values()]
         for collector in collectors:
             collector.collect()
+        self.bind_builders(collectors)
         if not self.use_runtime:
             for collector in collectors:
                 collector.refuse_shim_only_uses()
@@ -285,6 +288,45 @@ class Indexer:
                 }
             )
         return self.index
+
+    def bind_builders(self, collectors: Sequence[_UseCollector]) -> None:
+        """An Estimator whose model_fn is a parameter of the function that builds it runs
+        what the project's calls of that function pass: one def of the project at every
+        call, or the Estimator stays as it is."""
+        for owner, node, plan, builder, param in self.builder_params:
+            builder_fn = self.fn(builder)
+            short = builder[1].rpartition(".")[2]
+            passed: set[FnKey | None] = set()
+            for collector in collectors:
+                saved = collector.scope, collector.seq
+                for scope, call in collector.calls:
+                    func = call.func
+                    name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+                    if (
+                        name != short
+                        or collector.ix.resolve_fn(collector.src, scope, func) != builder
+                    ):
+                        continue
+                    bound = _bind(builder_fn, call).get(param)
+                    at = collector.at(scope, call)
+                    passed.add(at.model_fn_of(bound) if bound is not None else None)
+                collector.scope, collector.seq = saved
+            if plan.tpu:
+                plan.model_fn = next(iter(passed)) if len(passed) == 1 else None
+                continue
+            if len(passed) != 1 or None in passed:
+                if len(passed) > 1 and None not in passed:
+                    plan.refusal = (
+                        f"Estimator left as it is: its model_fn is the parameter `{param}` of "
+                        f"`{short}`, and the project's calls pass different functions; build "
+                        "one TPUEstimator per model_fn by hand"
+                    )
+                continue
+            plan.model_fn = next(iter(passed))
+            assert plan.model_fn is not None
+            plan.model_fn_reads_batch_size = _reads_params_batch_size(self.fn(plan.model_fn))
+            plan.refusal = owner.ctor_refusal(node, plan)
+            plan.convert = plan.refusal is None
 
     def helpers_of(self, roots: set[FnKey]) -> set[FnKey]:
         """Project defs the roots call by a name this index resolves, transitively."""
@@ -325,6 +367,7 @@ class _UseCollector(_Scoped):
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression, int]] = []
         self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
         self.tande: list[tuple[CallKey, str | None, str, int]] = []  # train_and_evaluate
+        self.call_seq: dict[int, int] = {}  # id(call of a project function, maybe) -> position
 
     def collect(self) -> None:
         if self.src.imports.uses(self.src.text, *USE_NAMES):
@@ -456,6 +499,7 @@ class _UseCollector(_Scoped):
         kind = call_kind(self.src.imports, node.func)
         if kind is None and isinstance(node.func, (cst.Name, cst.Attribute)):
             self.calls.append((self.here, node))
+            self.call_seq[id(node)] = self.seq
         if kind is not None:
             key = self.keys.next(self.here, kind)
             self.node_keys[id(node)] = key
@@ -485,10 +529,10 @@ class _UseCollector(_Scoped):
             arg = call_arg(node, "model_fn", 0)
             fn_key = None
             if arg is not None:
-                fn_key = self.ix.resolve_model_fn(
-                    self.src, self.here, _unwrap_partial(self, arg.value)
-                )
+                fn_key = self.model_fn_of(arg.value)
             plan.model_fn = fn_key
+            if fn_key is None and arg is not None:
+                self.model_fn_parameter(node, plan, arg.value)
             if fn_key is not None:
                 plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
             config = call_arg(node, "config", 2)
@@ -541,6 +585,45 @@ class _UseCollector(_Scoped):
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
+
+    def model_fn_parameter(self, node: cst.Call, plan: CtorPlan, expr: cst.BaseExpression) -> None:
+        """`def build_estimator(model_fn, config): return Estimator(model_fn, ...)`: the
+        model_fn is what the project's calls of the builder pass (`Indexer.bind_builders`)."""
+        fn = self.src.defs.get(self.here)
+        if fn is None or not isinstance(expr, cst.Name) or expr.value not in param_names(fn):
+            return
+        if self.lookup(self.values, expr.value) is None:  # not rebound before the Estimator
+            self.ix.builder_params.append(
+                (self, node, plan, (self.src.path, self.here), expr.value)
+            )
+
+    def at(self, scope: str, call: cst.Call) -> _UseCollector:
+        """This collector set where `call` is, as when it was walked."""
+        self.scope = scope.split(".") if scope else []
+        self.seq = self.call_seq.get(id(call), self.seq)
+        return self
+
+    def model_fn_of(self, expr: cst.BaseExpression) -> FnKey | None:
+        """The project def an Estimator's model_fn argument runs: named (see
+        `Indexer.resolve_model_fn`), wrapped in `functools.partial`, returned by a project
+        factory (`make_model_fn(hparams)`: the def it returns), or held in a name bound to
+        one of those."""
+        expr = _unwrap_partial(self, expr)
+        key = self.ix.resolve_model_fn(self.src, self.here, expr)
+        if key is not None:
+            return key
+        if isinstance(expr, cst.Name):
+            held = self.lookup(self.values, expr.value)
+            if isinstance(held, cst.Call):
+                expr = _unwrap_partial(self, held)
+                key = self.ix.resolve_model_fn(self.src, self.here, expr)
+                if key is not None or expr is not held:
+                    return key
+        if isinstance(expr, cst.Call):
+            factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            if factory is not None and factory[1] in self.ix.modules[factory[0]].defs:
+                return _returned_def(self.ix, factory)
+        return None
 
     # -- one use of an input function --------------------------------------------------
 
