@@ -194,13 +194,13 @@ class Construct:
     end_line: int
     text: str
     # An EstimatorSpec of a model_fn that an Estimator of the same file is built with: the
-    # Estimator's finding explains it too (the spec is right for a plain Estimator).
-    explained_by: tuple[int, int] | None = None
+    # Estimator's finding explains it too (the spec is right for a plain Estimator); one of
+    # a module-level `model_fn` no Estimator of the file uses (a container builds it, as
+    # SageMaker's does): a finding on the def explains it.
+    explained_by: tuple[tuple[int, int], ...] = ()
 
     def covered(self, lines: Iterable[int]) -> bool:
-        spans = [(self.line, self.end_line)]
-        if self.explained_by is not None:
-            spans.append(self.explained_by)
+        spans = [(self.line, self.end_line), *self.explained_by]
         return any(start <= n <= end for n in lines for start, end in spans)
 
 
@@ -250,7 +250,7 @@ def analyse(text: str, rel: Path, target: str) -> tuple[FileFacts, list[Construc
     def add(kind: str, node: ast.AST) -> None:
         line = node.lineno  # type: ignore[attr-defined]
         start, end = spans.get(line, (line, line))
-        by = explained.get(line) if kind == "EstimatorSpec" else None
+        by = explained.get(line, ()) if kind == "EstimatorSpec" else ()
         left.append(Construct(kind, start, end, lines[line - 1].strip()[:100], by))
 
     for node in ast.walk(tree):
@@ -311,10 +311,11 @@ def analyse(text: str, rel: Path, target: str) -> tuple[FileFacts, list[Construc
 
 
 def _specs_of_estimator_model_fns(
-    tree: ast.AST, res: _Resolver, spans: dict[int, tuple[int, int]]
-) -> dict[int, tuple[int, int]]:
+    tree: ast.Module, res: _Resolver, spans: dict[int, tuple[int, int]]
+) -> dict[int, tuple[tuple[int, int], ...]]:
     """Line of each EstimatorSpec call in a def that a plain Estimator of this file is built
-    with (`model_fn=name`, `self.name`, `Cls.name`) -> the span of that Estimator's statement."""
+    with (`model_fn=name`, `self.name`, `Cls.name`) -> the span of that Estimator's statement;
+    in a module-level `model_fn` that none is built with -> the span of its header."""
     estimators: dict[str, tuple[int, int]] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -329,14 +330,17 @@ def _specs_of_estimator_model_fns(
         name = arg.attr if isinstance(arg, ast.Attribute) else name
         if name is not None:
             estimators.setdefault(name, spans.get(node.lineno, (node.lineno, node.lineno)))
-    explained: dict[int, tuple[int, int]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "model_fn":
+            estimators.setdefault("model_fn", spans.get(node.lineno, (node.lineno, node.lineno)))
+    explained: dict[int, tuple[tuple[int, int], ...]] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in estimators:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call) and (res.qualify(sub.func) or "").endswith(
                     "EstimatorSpec"
                 ):
-                    explained[sub.lineno] = estimators[node.name]
+                    explained[sub.lineno] = (estimators[node.name],)
     return explained
 
 

@@ -43,6 +43,8 @@ _SHORT = frozenset(
 )
 
 _TPU_ESTIMATOR = "tf.compat.v1.estimator.tpu.TPUEstimator"
+# Module-level functions SageMaker's legacy TensorFlow container calls beside `model_fn`.
+_CONTAINER_INPUT_FNS = frozenset({"train_input_fn", "eval_input_fn", "serving_input_fn"})
 _HOW_TPU_ESTIMATOR = (
     f"build a {_TPU_ESTIMATOR} by hand: its model_fn takes `params` and returns "
     "TPUEstimatorSpec, its input functions batch by params['batch_size'] with "
@@ -136,6 +138,33 @@ class EstimatorApiLeft(Rule):
                 spellings.extend(f"{name}.{short}" for short in _SHORT)
         return spelled_in_code(state.original, spellings)
 
+    container_model_fn = False  # the module follows SageMaker's legacy script contract
+    container_inputs: tuple[str, ...] = ()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        defs = {s.name.value for s in node.body if isinstance(s, cst.FunctionDef)}
+        key = (self.state.path, "model_fn")
+        self.container_inputs = tuple(sorted(defs & _CONTAINER_INPUT_FNS))
+        self.container_model_fn = (
+            "model_fn" in defs
+            and bool(self.container_inputs)
+            and key not in self.state.index.kept_model_fns
+            and all(plan.model_fn != key for plan in self.state.index.ctors.values())
+        )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.container_model_fn and not self.scope[:-1] and node.name.value == "model_fn":
+            inputs = self.container_inputs
+            self.refuse(
+                node.name,
+                f"model_fn and {', '.join(inputs)} follow SageMaker's legacy TensorFlow script "
+                "contract: its container builds the Estimator from them, and no Estimator of "
+                "this project uses them, so nothing here can be migrated (the EstimatorSpecs "
+                "are right for that Estimator). For TPU, build a "
+                f"{_TPU_ESTIMATOR}(model_fn=model_fn, ...) and train it with these input "
+                "functions in a script of your own, then re-run est2tpu",
+            )
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:
             name = estimator_name(self.state.imports, base.value)
@@ -154,6 +183,12 @@ class EstimatorApiLeft(Rule):
             return
         name = estimator_name(self.state.imports, func)
         message = _message(name, subclass=False) if name else None
+        if (
+            name == "estimator.EstimatorSpec"
+            and self.container_model_fn
+            and self.scope[:1] == ["model_fn"]
+        ):
+            return  # the finding on the model_fn says it
         if name == "estimator.EstimatorSpec":
             kept_in = self.state.index.kept_model_fns.get((self.state.path, self.here))
             if kept_in is not None and self.state.path in kept_in:
