@@ -9,6 +9,7 @@ that a TPUEstimator program cannot keep, unless another rule already explained t
 from __future__ import annotations
 
 import os.path
+import re
 
 import libcst as cst
 
@@ -45,6 +46,7 @@ _SHORT = frozenset(
 _TPU_ESTIMATOR = "tf.compat.v1.estimator.tpu.TPUEstimator"
 # Module-level functions SageMaker's legacy TensorFlow container calls beside `model_fn`.
 _CONTAINER_INPUT_FNS = frozenset({"train_input_fn", "eval_input_fn", "serving_input_fn"})
+_TOP_LEVEL_DEF = re.compile(r"^def\s+(\w+)\s*\(", re.MULTILINE)
 _HOW_TPU_ESTIMATOR = (
     f"build a {_TPU_ESTIMATOR} by hand: its model_fn takes `params` and returns "
     "TPUEstimatorSpec, its input functions batch by params['batch_size'] with "
@@ -142,7 +144,9 @@ class EstimatorApiLeft(Rule):
     container_inputs: tuple[str, ...] = ()
 
     def visit_Module(self, node: cst.Module) -> None:
-        defs = {s.name.value for s in node.body if isinstance(s, cst.FunctionDef)}
+        # From the text: the engine may hand the rules a module whose untouched top-level
+        # defs are set aside (est2tpu.inert), and these input functions may be such defs.
+        defs = set(_TOP_LEVEL_DEF.findall(self.state.original))
         key = (self.state.path, "model_fn")
         self.container_inputs = tuple(sorted(defs & _CONTAINER_INPUT_FNS))
         self.container_model_fn = (
