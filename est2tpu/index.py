@@ -125,6 +125,9 @@ class SourceModule:
 class ProjectIndex:
     # model_fns to migrate: every Estimator built with them becomes a TPUEstimator
     model_fns: set[FnKey] = field(default_factory=set)
+    # model_fns of Estimators that stay as they are (TPU007 says why) -> the files those
+    # Estimators are built in: their EstimatorSpecs are right for them
+    kept_model_fns: dict[FnKey, set[str]] = field(default_factory=dict)
     input_fns: dict[FnKey, InputFnPlan] = field(default_factory=dict)
     ctors: dict[tuple[str, str, str], CtorPlan] = field(default_factory=dict)  # (path, scope, code)
     # train_and_evaluate calls -> the constructor key of their estimator, if known

@@ -5,6 +5,7 @@ and the calls that use them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import PurePath
 from typing import TypeVar
 
 import libcst as cst
@@ -133,13 +134,15 @@ class Indexer:
         self.use_runtime = use_runtime
         self.follow_helpers = follow_helpers
         self.modules = {m.path: m for m in modules}
-        self.by_name: dict[str, str | None] = {}
+        self.claimed: dict[str, list[str]] = {}  # dotted name -> the files it may name
         self.index = ProjectIndex()
         self.wrapped: set[int] = set()  # id() of calls an input_fn lambda makes
         # project functions that build and return an Estimator -> the constructions they
         # return (None: something else too)
         self.returned_ctors: dict[FnKey, set[CallKey | None]] = {}
         self.metric_fns: set[FnKey] = set()  # add_metrics' metric_fns: part of a model_fn
+        # Estimators built with a parameter of the function that builds them as model_fn
+        self.builder_params: list[tuple[_UseCollector, cst.Call, CtorPlan, FnKey, str]] = []
 
     @staticmethod
     def source(
@@ -157,15 +160,15 @@ class Indexer:
 
     def register(self, src: SourceModule, names: Iterable[str]) -> None:
         for name in names:
-            if name in self.by_name and self.by_name[name] != src.path:
-                self.by_name[name] = None  # two files claim it: ambiguous
-            else:
-                self.by_name[name] = src.path
+            claimers = self.claimed.setdefault(name, [])
+            if src.path not in claimers:
+                claimers.append(src.path)
 
     # -- resolution ---------------------------------------------------------------------
 
-    def module_for(self, dotted_name: str) -> SourceModule | None:
-        path = self.by_name.get(dotted_name)
+    def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
+        """The module a dotted name means when `near` imports it (see `nearest_claim`)."""
+        path = nearest_claim(self.claimed.get(dotted_name, []), dotted_name, near)
         return self.modules.get(path) if path else None
 
     def resolve_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> FnKey | None:
@@ -185,10 +188,56 @@ class Indexer:
             return None
         full = f"{target}.{rest}" if rest else target
         module_name, _, fn_name = full.rpartition(".")
-        other = self.module_for(module_name)
+        other = self.module_for(module_name, src.path) or self.sibling(src, module_name)
         if other is not None and fn_name in other.defs:
             return (other.path, fn_name)
         return None
+
+    def sibling(self, src: SourceModule, module_name: str) -> SourceModule | None:
+        """`from pkg.sub import model` in pkg/sub/task.py, when the run started below the
+        package root (`est2tpu migrate pkg/sub`): no file claims `pkg.sub.model`, and the
+        file beside the importer is it, since the directories it sits in are the package's.
+        """
+        package, _, last = module_name.rpartition(".")
+        if not package:
+            return None
+        here = PurePath(src.path).parent
+        dirs = here.parts[-len(package.split(".")) :]
+        if tuple(package.split(".")[-len(dirs) :]) != dirs:
+            return None
+        other = self.module_for(last, src.path)
+        return other if other is not None and PurePath(other.path).parent == here else None
+
+    def resolve_model_fn(
+        self, src: SourceModule, scope: str, expr: cst.BaseExpression
+    ) -> FnKey | None:
+        """The def a model_fn argument names: a function (see `resolve_fn`), or a method of
+        a class of this module, as `self.model_fn` inside the class, `Model.model_fn` or
+        `Model(hparams).model_fn` (Estimator calls a bound method without `self`)."""
+        key = self.resolve_fn(src, scope, expr)
+        if key is not None or not isinstance(expr, cst.Attribute):
+            return key
+        owner = expr.value
+        cls: str | None = None
+        if isinstance(owner, cst.Call):
+            owner = owner.func
+        if isinstance(owner, cst.Name):
+            parts = scope.split(".") if scope else []
+            method = src.defs.get(scope)
+            if (
+                expr.value is owner
+                and method is not None
+                and len(parts) > 1
+                and ".".join(parts[:-1]) not in src.defs  # a method, not a nested def
+                and param_names(method)[:1] == [owner.value]
+            ):
+                cls = ".".join(parts[:-1])  # self.<method>, cls.<method>
+            else:
+                cls = _class_in_scope(src, parts, owner.value)
+        if cls is None:
+            return None
+        key_name = f"{cls}.{expr.attr.value}"
+        return (src.path, key_name) if key_name in src.defs else None
 
     def fn(self, key: FnKey) -> cst.FunctionDef:
         return self.modules[key[0]].defs[key[1]]
@@ -199,6 +248,7 @@ class Indexer:
         collectors = [_UseCollector(self, src) for src in self.modules.values()]
         for collector in collectors:
             collector.collect()
+        self.bind_builders(collectors)
         if not self.use_runtime:
             for collector in collectors:
                 collector.refuse_shim_only_uses()
@@ -221,6 +271,9 @@ class Indexer:
             for p in self.index.ctors.values()
             if p.model_fn is not None and (p.convert or p.tpu)
         }
+        for (path, _, _), plan in self.index.ctors.items():
+            if plan.model_fn in kept and plan.model_fn not in self.index.model_fns:
+                self.index.kept_model_fns.setdefault(plan.model_fn, set()).add(path)
         for collector in collectors:
             collector.finish()
         for collector in collectors:
@@ -238,6 +291,45 @@ class Indexer:
                 | self.metric_fns
             )
         return self.index
+
+    def bind_builders(self, collectors: Sequence[_UseCollector]) -> None:
+        """An Estimator whose model_fn is a parameter of the function that builds it runs
+        what the project's calls of that function pass: one def of the project at every
+        call, or the Estimator stays as it is."""
+        for owner, node, plan, builder, param in self.builder_params:
+            builder_fn = self.fn(builder)
+            short = builder[1].rpartition(".")[2]
+            passed: set[FnKey | None] = set()
+            for collector in collectors:
+                saved = collector.scope, collector.seq
+                for scope, call in collector.calls:
+                    func = call.func
+                    name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+                    if (
+                        name != short
+                        or collector.ix.resolve_fn(collector.src, scope, func) != builder
+                    ):
+                        continue
+                    bound = _bind(builder_fn, call).get(param)
+                    at = collector.at(scope, call)
+                    passed.add(at.model_fn_of(bound) if bound is not None else None)
+                collector.scope, collector.seq = saved
+            if plan.tpu:
+                plan.model_fn = next(iter(passed)) if len(passed) == 1 else None
+                continue
+            if len(passed) != 1 or None in passed:
+                if len(passed) > 1 and None not in passed:
+                    plan.refusal = (
+                        f"Estimator left as it is: its model_fn is the parameter `{param}` of "
+                        f"`{short}`, and the project's calls pass different functions; build "
+                        "one TPUEstimator per model_fn by hand"
+                    )
+                continue
+            plan.model_fn = next(iter(passed))
+            assert plan.model_fn is not None
+            plan.model_fn_reads_batch_size = _reads_params_batch_size(self.fn(plan.model_fn))
+            plan.refusal = owner.ctor_refusal(node, plan)
+            plan.convert = plan.refusal is None
 
     def helpers_of(self, roots: set[FnKey]) -> set[FnKey]:
         """Project defs the roots call by a name this index resolves, transitively."""
@@ -278,6 +370,7 @@ class _UseCollector(_Scoped):
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression, int]] = []
         self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
         self.tande: list[tuple[CallKey, str | None, str, int]] = []  # train_and_evaluate
+        self.call_seq: dict[int, int] = {}  # id(call of a project function, maybe) -> position
 
     def collect(self) -> None:
         if self.src.imports.uses(self.src.text, *USE_NAMES):
@@ -409,6 +502,7 @@ class _UseCollector(_Scoped):
         kind = call_kind(self.src.imports, node.func)
         if kind is None and isinstance(node.func, (cst.Name, cst.Attribute)):
             self.calls.append((self.here, node))
+            self.call_seq[id(node)] = self.seq
         if kind is not None:
             key = self.keys.next(self.here, kind)
             self.node_keys[id(node)] = key
@@ -444,8 +538,10 @@ class _UseCollector(_Scoped):
             arg = call_arg(node, "model_fn", 0)
             fn_key = None
             if arg is not None:
-                fn_key = self.ix.resolve_fn(self.src, self.here, _unwrap_partial(self, arg.value))
+                fn_key = self.model_fn_of(arg.value)
             plan.model_fn = fn_key
+            if fn_key is None and arg is not None:
+                self.model_fn_parameter(node, plan, arg.value)
             if fn_key is not None:
                 plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
             config = call_arg(node, "config", 2)
@@ -498,6 +594,45 @@ class _UseCollector(_Scoped):
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
+
+    def model_fn_parameter(self, node: cst.Call, plan: CtorPlan, expr: cst.BaseExpression) -> None:
+        """`def build_estimator(model_fn, config): return Estimator(model_fn, ...)`: the
+        model_fn is what the project's calls of the builder pass (`Indexer.bind_builders`)."""
+        fn = self.src.defs.get(self.here)
+        if fn is None or not isinstance(expr, cst.Name) or expr.value not in param_names(fn):
+            return
+        if self.lookup(self.values, expr.value) is None:  # not rebound before the Estimator
+            self.ix.builder_params.append(
+                (self, node, plan, (self.src.path, self.here), expr.value)
+            )
+
+    def at(self, scope: str, call: cst.Call) -> _UseCollector:
+        """This collector set where `call` is, as when it was walked."""
+        self.scope = scope.split(".") if scope else []
+        self.seq = self.call_seq.get(id(call), self.seq)
+        return self
+
+    def model_fn_of(self, expr: cst.BaseExpression) -> FnKey | None:
+        """The project def an Estimator's model_fn argument runs: named (see
+        `Indexer.resolve_model_fn`), wrapped in `functools.partial`, returned by a project
+        factory (`make_model_fn(hparams)`: the def it returns), or held in a name bound to
+        one of those."""
+        expr = _unwrap_partial(self, expr)
+        key = self.ix.resolve_model_fn(self.src, self.here, expr)
+        if key is not None:
+            return key
+        if isinstance(expr, cst.Name):
+            held = self.lookup(self.values, expr.value)
+            if isinstance(held, cst.Call):
+                expr = _unwrap_partial(self, held)
+                key = self.ix.resolve_model_fn(self.src, self.here, expr)
+                if key is not None or expr is not held:
+                    return key
+        if isinstance(expr, cst.Call):
+            factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            if factory is not None and factory[1] in self.ix.modules[factory[0]].defs:
+                return _returned_def(self.ix, factory)
+        return None
 
     # -- one use of an input function --------------------------------------------------
 
@@ -861,6 +996,47 @@ class _UseCollector(_Scoped):
     @staticmethod
     def code_of(src: SourceModule, node: cst.CSTNode) -> str:
         return src.module.code_for_node(node)
+
+
+def nearest_claim(paths: Sequence[str], dotted_name: str, near: str | None) -> str | None:
+    """Which of the files that may be imported as `dotted_name` an import in `near` means.
+
+    One claimer is the answer. Several (`trainer/model.py` in each of a monorepo's
+    trainers): the import can only reach a file whose import root (the directory the name
+    counts from) holds the importing file, as on `sys.path` when that program runs; of
+    those, the deepest root. A tie, or no importing file, is ambiguous: None.
+    """
+    if len(paths) == 1:
+        return paths[0]
+    if near is None:
+        return None
+    here = PurePath(near)
+    depth = dotted_name.count(".") + 1
+    ranked: list[tuple[int, str]] = []
+    for path in paths:
+        module = PurePath(path)
+        module = module.parent if module.name == "__init__.py" else module.with_suffix("")
+        if len(module.parents) < depth:
+            continue
+        root = module.parents[depth - 1]
+        if here.is_relative_to(root):
+            ranked.append((len(root.parts), path))
+    ranked.sort(reverse=True)
+    if not ranked or (len(ranked) > 1 and ranked[0][0] == ranked[1][0]):
+        return None
+    return ranked[0][1]
+
+
+def _class_in_scope(src: SourceModule, scope: list[str], name: str) -> str | None:
+    """The dotted path of the class `name` visible from `scope`, if it is one of this
+    module's classes (a def path with methods under it that is not itself a def)."""
+    for i in range(len(scope), -1, -1):
+        candidate = ".".join([*scope[:i], name])
+        if candidate in src.defs:
+            return None  # a function: its nested defs are no attributes
+        if any(key.startswith(f"{candidate}.") for key in src.defs):
+            return candidate
+    return None
 
 
 def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -22,7 +22,7 @@ from est2tpu.cstutil import starts
 from est2tpu.engine import is_selected, parse, select_rules, too_deep, transform, verify
 from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
-from est2tpu.indexer import Indexer
+from est2tpu.indexer import Indexer, nearest_claim
 from est2tpu.names import ImportTable, spelled_in_code
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
@@ -123,8 +123,8 @@ class _LazyIndexer(Indexer):
     """An Indexer that parses a module another one refers to only when it is looked up.
 
     Only modules that may use an Estimator API are collected (the reference Indexer's
-    collector skips every other module); a name resolves, as there, to the one module that
-    claims it and parsed, and to nothing when two do.
+    collector skips every other module); a name resolves, as there, to the module that
+    claims it, parsed and nearest to the importing file (`nearest_claim`).
     """
 
     def __init__(
@@ -138,13 +138,14 @@ class _LazyIndexer(Indexer):
         self.claims = claims
         self.load = load
 
-    def module_for(self, dotted_name: str) -> SourceModule | None:
+    def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
         found: dict[str, SourceModule] = {}
         for cid in self.claims.get(dotted_name, ()):
             src = self.load(cid)
             if src is not None:
                 found[src.path] = src
-        return next(iter(found.values())) if len(found) == 1 else None
+        path = nearest_claim(list(found), dotted_name, near)
+        return found[path] if path is not None else None
 
 
 def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectIndex:

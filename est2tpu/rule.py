@@ -127,6 +127,7 @@ class Rule(cst.CSTTransformer):
         self.state = state
         self.scope: list[str] = []
         self._pending: list[tuple[cst.CSTNode, str, bool]] = []
+        self._unless: dict[int, str] = {}  # id(refused node) -> the rule whose finding suffices
         self._keys = CallKeys(state.path)
         self._node_keys: dict[int, CallKey] = {}
         self.calls: list[cst.Call] = []  # enclosing calls, innermost last
@@ -236,8 +237,11 @@ class Rule(cst.CSTTransformer):
 
     # -- reporting ----------------------------------------------------------------------
 
-    def refuse(self, node: cst.CSTNode, message: str) -> None:
-        """Leave `node` as it is and tell the user what to do by hand."""
+    def refuse(self, node: cst.CSTNode, message: str, unless: str | None = None) -> None:
+        """Leave `node` as it is and tell the user what to do by hand; say nothing if the
+        rule `unless` already reported on the same node (its finding says it all)."""
+        if unless is not None:
+            self._unless[id(node)] = unless
         self._pending.append((node, message, True))
 
     def record(self, node: cst.CSTNode, description: str) -> None:
@@ -261,6 +265,11 @@ class Rule(cst.CSTTransformer):
                 pos = Position(self.state.original_line(line), column)
                 if pos.line in explained:
                     continue
+                other = self._unless.get(id(node))
+                if other is not None and any(
+                    f.rule_id == other and f.position == pos for f in self.state.findings
+                ):
+                    continue
                 finding = Finding(self.ID, text, pos, self.state.path)
                 self.state.findings.add(finding)
                 if not self.FINAL and finding not in self.state.refused_code:
@@ -269,6 +278,7 @@ class Rule(cst.CSTTransformer):
             else:
                 self.state.edits.append(Edit(self.ID, Position(line, column), text))
         self._pending.clear()
+        self._unless.clear()
 
     @classmethod
     def applies(cls, state: FileState) -> bool:

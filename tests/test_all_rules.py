@@ -63,7 +63,7 @@ def test_all_rules_over_fixture(before: Path, target: Target) -> None:
     # into the text the detector reads.
     covered = {f.position.line for f in again.findings}
     _, left = corpus.analyse(result.new_text, Path(before.name), target.value)
-    uncovered = [c for c in left if not any(c.line <= n <= c.end_line for n in covered)]
+    uncovered = [c for c in left if not c.covered(covered)]
     assert not uncovered, uncovered
 
 

@@ -51,6 +51,7 @@ class TpuEstimatorSpec(Rule):
                 original_node,
                 "EstimatorSpec keeps eval_metric_ops (see TPU003), which TPUEstimatorSpec "
                 "does not accept; convert the metrics first",
+                unless="TPU003",  # its refusal on this spec says what to convert
             )
             return updated_node
         if kwarg(original_node, "training_chief_hooks") is not None:

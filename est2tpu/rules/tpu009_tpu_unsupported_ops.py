@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from est2tpu.cstutil import (
@@ -10,6 +12,7 @@ from est2tpu.cstutil import (
     free_names,
     has_param,
     iter_calls,
+    kwarg,
     names_read,
     walk,
 )
@@ -66,9 +69,10 @@ class TpuUnsupported(Rule):
     ) -> cst.FunctionDef:
         if not self.in_model_fn():
             return updated_node
+        self.moved_what = "summaries moved to host_call"
         moved = self._summaries_to_host_call(updated_node)
         if moved is not None:
-            self.record(original_node, "summaries moved to host_call")
+            self.record(original_node, self.moved_what)
             return moved
         for call in iter_calls(original_node):
             self._check_call(call)
@@ -94,21 +98,84 @@ class TpuUnsupported(Rule):
             return None
         return kind, call
 
+    def _eval_only(self, test: cst.BaseExpression) -> bool:
+        """`mode == ModeKeys.EVAL` (or PREDICT): code the Estimator never trains through."""
+        return self._mode_is(test, ("ModeKeys.EVAL", "ModeKeys.PREDICT"))
+
+    def _mode_is(self, test: cst.BaseExpression, keys: tuple[str, ...]) -> bool:
+        """`mode == <one of keys>` (either way round)."""
+        if not (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)
+        ):
+            return False
+        sides = (test.left, test.comparisons[0].comparator)
+        names = [self.tf_name(side) or "" for side in sides]
+        return any(isinstance(side, cst.Name) and side.value == "mode" for side in sides) and any(
+            name.endswith(keys) for name in names
+        )
+
+    def _summary_block(
+        self, body: cst.IndentedBlock
+    ) -> tuple[cst.IndentedBlock, int | None, list[cst.IndentedBlock]] | None:
+        """Where a model_fn's summaries are: (the block that trains with them, the index of
+        the top-level `if` whose body it is or None for the body itself, the blocks of
+        top-level `if mode == EVAL/PREDICT:` that hold some). None when they sit in two
+        blocks that may both train."""
+        training: list[tuple[cst.IndentedBlock, int | None]] = []
+        if any(self._summary(st) for st in body.body):
+            training.append((body, None))
+        eval_only: list[cst.IndentedBlock] = []
+        for k, st in enumerate(body.body):
+            if not isinstance(st, cst.If) or not isinstance(st.body, cst.IndentedBlock):
+                continue
+            if not any(self._summary(inner) for inner in st.body.body):
+                continue
+            if self._eval_only(st.test):
+                eval_only.append(st.body)
+            else:
+                training.append((st.body, k))
+        if len(training) > 1:
+            return None
+        block, at = training[0] if training else (body, None)
+        return block, at, eval_only
+
     def _summaries_to_host_call(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
-        """Top-level `summary.scalar/histogram("tag", tensor)` statements of a model_fn ->
-        one host_call_fn writing the same tags with tf.compat.v2.summary, passed to every
-        spec after them that has a loss, in TRAIN only (where the Estimator wrote them).
+        """`summary.scalar/histogram("tag", tensor)` statements of a model_fn, in its body or
+        in the body of one top-level `if` -> one host_call_fn writing the same tags with
+        tf.compat.v2.summary, passed to every spec after them that has a loss, in TRAIN only
+        (where the Estimator wrote them). Those under `if mode == EVAL:` (or PREDICT) are
+        deleted: the Estimator never writes them (evaluation saves its metrics only).
 
         A summary of a metric's update op (`accuracy[1]`) takes its metric along: the metric
         is built again on the host from the tensors it reads, and leaves the model_fn when
         nothing else there reads it. None when nothing moves or anything is unclear (the
         summaries then stay findings)."""
-        body = fn.body
-        if not isinstance(body, cst.IndentedBlock):
+        fn_body = fn.body
+        if not isinstance(fn_body, cst.IndentedBlock):
             return None
+        where = self._summary_block(fn_body)
+        if where is None:
+            return None
+        body, at, eval_only = where
         found = [(i, s) for i, st in enumerate(body.body) if (s := self._summary(st))]
-        if not found:
+        dead = [s for block in eval_only for st in block.body if (s := self._summary(st))]
+        if not found and not dead:
             return None
+        if dead:
+            # First on their own (the rule runs again on the result): nothing else changes
+            # what an evaluation writes, unless hooks of the user's save summaries there.
+            if any(
+                kwarg(call, "evaluation_hooks") is not None
+                for call in iter_calls(fn)
+                if (self.tf_name(call.func) or "") in SPEC_NAMES
+            ):
+                return None
+            self.moved_what = "summaries of EVAL/PREDICT-only code deleted (never written)"
+            return self._without(
+                fn, {id(st) for b in eval_only for st in b.body if self._summary(st)}
+            )
         moving = {id(s[1]) for _, s in found}
         for call in iter_calls(fn):
             name = self.tf_name(call.func) or ""
@@ -137,9 +204,15 @@ class TpuUnsupported(Rule):
             ):
                 metric_stmts[st.body[0].targets[0].target.value] = st
 
-        def bound_once(names: list[cst.Name]) -> bool:
+        def bound_once(names: list[cst.Name], since: int = 0) -> bool:
+            """The tensors are read at the host_call set-up, after the last summary: the
+            names must mean there what they meant where they were read (at `since`)."""
+            later = _assigned_in(body.body[since + 1 : last + 1])
             return all(
-                n.value in NOT_TENSORS or n.value not in locals_ or len(locals_[n.value]) == 1
+                n.value in NOT_TENSORS
+                or n.value not in locals_
+                or len(locals_[n.value]) == 1
+                or n.value not in later
                 for n in names
             )
 
@@ -149,10 +222,13 @@ class TpuUnsupported(Rule):
         metric_inputs: dict[str, str] = {}
         used_metrics: list[str] = []
         step = cst.parse_expression("global_step[0]")
-        for number, (_, (kind, call)) in enumerate(found):
+        metric_at = {
+            name: i for i, st in enumerate(body.body) for name, m in metric_stmts.items() if st is m
+        }
+        for number, (index, (kind, call)) in enumerate(found):
             tag, tensor = call.args[0].value, call.args[1].value
             reads = free_names(tensor)
-            if not bound_once(reads):
+            if not bound_once(reads, index):
                 return None
             metrics = {n.value for n in reads} & set(metric_stmts)
             if metrics:
@@ -161,7 +237,13 @@ class TpuUnsupported(Rule):
                     metric_assign = metric_stmts[m].body[0]
                     assert isinstance(metric_assign, cst.Assign)
                     inputs = [n for n in free_names(metric_assign.value) if n.value in locals_]
-                    if not bound_once(inputs) or any(n.value in NOT_TENSORS for n in inputs):
+                    if any(
+                        isinstance(value, cst.Dict) for n in inputs for value in locals_[n.value]
+                    ):
+                        return None  # a dict of tensors cannot travel to the host as one
+                    if not bound_once(inputs, metric_at[m]) or any(
+                        n.value in NOT_TENSORS for n in inputs
+                    ):
                         return None
                     for n in inputs:
                         if n.value not in metric_inputs:
@@ -221,11 +303,18 @@ class TpuUnsupported(Rule):
             f"def host_call_fn(global_step, {', '.join(p.name.value for p in params)}):",
             f"    summary_writer = {tf('compat.v2.summary.create_file_writer')}(config.model_dir)",
             f"    with summary_writer.as_default(), {tf('compat.v2.summary.record_if')}(True):",
-            *(f"        {code(st).strip()}" for st in host),
             f"        return {tf('compat.v1.summary.all_v2_summary_ops')}()",
         ]
         host_fn = cst.parse_statement("\n".join(lines) + "\n")
         assert isinstance(host_fn, cst.FunctionDef)
+        # The statements go in as nodes: LibCST re-indents their continuation lines.
+        writer, with_stmt = host_fn.body.body
+        assert isinstance(with_stmt, cst.With) and isinstance(with_stmt.body, cst.IndentedBlock)
+        moved = [st.with_changes(leading_lines=()) for st in host]
+        with_stmt = with_stmt.with_changes(
+            body=with_stmt.body.with_changes(body=[*moved, *with_stmt.body.body])
+        )
+        host_fn = host_fn.with_changes(body=host_fn.body.with_changes(body=[writer, with_stmt]))
         tensors = [f"{tf('reshape')}({tf('compat.v1.train.get_global_step')}(), [1])"]
         tensors += [code(e.value) for e in passed]
         value = (
@@ -243,6 +332,15 @@ class TpuUnsupported(Rule):
             ]
         else:
             setup = [cst.parse_statement(f"host_call = {value}\n")]
+        if at is not None:
+            # In a branch: `host_call = None` first thing, for the paths that skip it; in
+            # the training branch itself, set unconditionally.
+            branch_test = fn_body.body[at]
+            assert isinstance(branch_test, cst.If)
+            if self._mode_is(branch_test.test, ("ModeKeys.TRAIN",)):
+                setup = [cst.parse_statement(f"host_call = {value}\n")]
+            elif len(setup) == 2:
+                setup = setup[1:]
         summary_ids = {id(body.body[i]) for i, _ in found}
         # a metric that only the moved summaries read leaves the model_fn
         drop = set(summary_ids)
@@ -271,12 +369,46 @@ class TpuUnsupported(Rule):
                 st, added = self._add_host_call(st)
                 specs += added
             new_body.append(st)
+        new_block = body.with_changes(body=new_body)
+        if at is None:
+            top = list(new_block.body)
+        else:
+            top = list(fn_body.body)
+            branch = top[at]
+            assert isinstance(branch, cst.If)
+            top[at] = branch.with_changes(body=new_block)
+            for k in range(at + 1, len(top)):
+                top[k], added = self._add_host_call(top[k])
+                specs += added
+            if has_param(fn, "mode"):
+                first = 1 if top and _docstring(top[0]) else 0
+                top.insert(first, cst.parse_statement("host_call = None\n"))
         if not specs:
             return None
-        result = fn.with_changes(body=body.with_changes(body=new_body))
+        result = fn.with_changes(body=fn_body.with_changes(body=top))
         if not has_param(result, "config"):
             result = add_param(result, "config")
         return result
+
+    @staticmethod
+    def _without(fn: cst.FunctionDef, dropped: set[int]) -> cst.FunctionDef | None:
+        """The model_fn without the statements `dropped` (ids); None if a block would empty."""
+        emptied = False
+
+        class T(cst.CSTTransformer):
+            def leave_IndentedBlock(
+                self, o: cst.IndentedBlock, u: cst.IndentedBlock
+            ) -> cst.IndentedBlock:
+                nonlocal emptied
+                kept = [st for st, orig in zip(u.body, o.body) if id(orig) not in dropped]
+                if len(kept) == len(u.body):
+                    return u
+                emptied = emptied or not kept
+                return u.with_changes(body=kept)
+
+        result = fn.visit(T())
+        assert isinstance(result, cst.FunctionDef)
+        return None if emptied else result
 
     def _add_host_call(self, stmt: cst.BaseStatement) -> tuple[cst.BaseStatement, int]:
         rule = self
@@ -292,11 +424,17 @@ class TpuUnsupported(Rule):
                 keywords = {a.keyword.value for a in u.args if a.keyword is not None}
                 if name in SPEC_NAMES and "loss" in keywords and "host_call" not in keywords:
                     count += 1
+                    # Laid out like the arguments before it: the separator they use, and
+                    # the last one's trailing comma and whitespace before `)` go to it.
+                    last = u.args[-1]
+                    sep = u.args[-2].comma if len(u.args) > 1 else None
+                    if not isinstance(sep, cst.Comma):
+                        sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                     return u.with_changes(
                         args=[
                             *u.args[:-1],
-                            u.args[-1].with_changes(
-                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                            last.with_changes(
+                                comma=sep, whitespace_after_arg=cst.SimpleWhitespace("")
                             ),
                             cst.Arg(
                                 cst.Name("host_call"),
@@ -305,6 +443,8 @@ class TpuUnsupported(Rule):
                                     whitespace_before=cst.SimpleWhitespace(""),
                                     whitespace_after=cst.SimpleWhitespace(""),
                                 ),
+                                comma=last.comma,
+                                whitespace_after_arg=last.whitespace_after_arg,
                             ),
                         ]
                     )
@@ -377,3 +517,57 @@ class TpuUnsupported(Rule):
                 return True
 
         walk(fn, V())
+
+
+def _assigned_in(statements: Sequence[cst.BaseStatement]) -> set[str]:
+    """Names the statements bind (nested blocks included, nested defs and lambdas not)."""
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            names.add(node.name.value)
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            names.update(n.value for n in _names_in(node.name))
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+    for st in statements:
+        walk(st, V())
+    return names
+
+
+def _names_in(target: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _names_in(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []
+
+
+def _docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )

@@ -8,6 +8,9 @@ that a TPUEstimator program cannot keep, unless another rule already explained t
 
 from __future__ import annotations
 
+import os.path
+import re
+
 import libcst as cst
 
 from est2tpu.names import estimator_name, spelled_in_code
@@ -42,6 +45,9 @@ _SHORT = frozenset(
 )
 
 _TPU_ESTIMATOR = "tf.compat.v1.estimator.tpu.TPUEstimator"
+# Module-level functions SageMaker's legacy TensorFlow container calls beside `model_fn`.
+_CONTAINER_INPUT_FNS = frozenset({"train_input_fn", "eval_input_fn", "serving_input_fn"})
+_TOP_LEVEL_DEF = re.compile(r"^def\s+(\w+)\s*\(", re.MULTILINE)
 _HOW_TPU_ESTIMATOR = (
     f"build a {_TPU_ESTIMATOR} by hand: its model_fn takes `params` and returns "
     "TPUEstimatorSpec, its input functions batch by params['batch_size'] with "
@@ -119,8 +125,14 @@ def _message(name: str, subclass: bool) -> str | None:
     return None
 
 
+def _near(path: str, here: str) -> str:
+    """`path` as seen from the directory of `here`."""
+    return os.path.relpath(path, os.path.dirname(here) or ".")
+
+
 class EstimatorApiLeft(Rule):
     FINAL = True
+    KEYED = True  # an Estimator the index refused is named with the index's reason
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
@@ -138,6 +150,35 @@ class EstimatorApiLeft(Rule):
             else:
                 spellings.extend(f"{name}.{short}" for short in _SHORT)
         return spelled_in_code(state.original, spellings)
+
+    container_model_fn = False  # the module follows SageMaker's legacy script contract
+    container_inputs: tuple[str, ...] = ()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # From the text: the engine may hand the rules a module whose untouched top-level
+        # defs are set aside (est2tpu.inert), and these input functions may be such defs.
+        defs = set(_TOP_LEVEL_DEF.findall(self.state.original))
+        key = (self.state.path, "model_fn")
+        self.container_inputs = tuple(sorted(defs & _CONTAINER_INPUT_FNS))
+        self.container_model_fn = (
+            "model_fn" in defs
+            and bool(self.container_inputs)
+            and key not in self.state.index.kept_model_fns
+            and all(plan.model_fn != key for plan in self.state.index.ctors.values())
+        )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.container_model_fn and not self.scope[:-1] and node.name.value == "model_fn":
+            inputs = self.container_inputs
+            self.refuse(
+                node.name,
+                f"model_fn and {', '.join(inputs)} follow SageMaker's legacy TensorFlow script "
+                "contract: its container builds the Estimator from them, and no Estimator of "
+                "this project uses them, so nothing here can be migrated (the EstimatorSpecs "
+                "are right for that Estimator). For TPU, build a "
+                f"{_TPU_ESTIMATOR}(model_fn=model_fn, ...) and train it with these input "
+                "functions in a script of your own, then re-run est2tpu",
+            )
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:
@@ -157,5 +198,26 @@ class EstimatorApiLeft(Rule):
             return
         name = estimator_name(self.state.imports, func)
         message = _message(name, subclass=False) if name else None
+        if (
+            name == "estimator.EstimatorSpec"
+            and self.container_model_fn
+            and self.scope[:1] == ["model_fn"]
+        ):
+            return  # the finding on the model_fn says it
+        if name == "estimator.EstimatorSpec":
+            kept_in = self.state.index.kept_model_fns.get((self.state.path, self.here))
+            if kept_in is not None and self.state.path in kept_in:
+                return  # its Estimator, here, stays a plain one (TPU007 says why there)
+            if kept_in is not None:
+                where = ", ".join(sorted(_near(p, self.state.path) for p in kept_in))
+                message = (
+                    f"EstimatorSpec of a model_fn whose Estimator stays as it is (in {where}; "
+                    "TPU007 there says why): right for that Estimator; once it is a "
+                    "TPUEstimator, return tf.compat.v1.estimator.tpu.TPUEstimatorSpec here"
+                )
+        key = self.key_of(node) if name == "estimator.Estimator" else None
+        plan = self.state.index.ctors.get(key) if key is not None else None
+        if plan is not None and plan.model_fn is not None and plan.refusal:
+            message = f"{plan.refusal} (see `est2tpu explain TPU007`)"
         if message:
             self.refuse(node, message)
