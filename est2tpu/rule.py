@@ -63,19 +63,44 @@ def line_map(old: str, new: str) -> list[int]:
     """For each line of `new`, the 1-based line of `old` it came from.
 
     A changed line maps to the line it replaced; an inserted line to the line before it.
+    Where a run of lines became a run of another length (one call expanded into several
+    statements above a line another rule renamed), a changed line maps to the most similar
+    line of the run it replaced, so a finding on it keeps its own line.
     """
     new_lines = new.splitlines()
     if old == new:
         return list(range(1, len(new_lines) + 1))
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new_lines, autojunk=False)
+    old_lines = old.splitlines()
+    # A line of a bracket or two (`    )`) anchors nothing: matched first, it would pair an
+    # expanded call's closing line with another call's and misplace the lines between.
+    matcher = difflib.SequenceMatcher(_trivial, old_lines, new_lines, autojunk=False)
     mapping = [1] * len(new_lines)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         for j in range(j1, j2):
-            if tag in ("equal", "replace") and i2 > i1:
+            similar = _most_similar(old_lines, i1, i2, new_lines[j]) if tag == "replace" else None
+            if similar is not None:
+                mapping[j] = similar + 1
+            elif tag in ("equal", "replace") and i2 > i1:
                 mapping[j] = i1 + min(j - j1, i2 - i1 - 1) + 1
             else:
                 mapping[j] = max(i1, 1)
     return mapping
+
+
+def _trivial(line: str) -> bool:
+    return len(line.strip()) <= 2
+
+
+def _most_similar(old_lines: list[str], start: int, end: int, line: str) -> int | None:
+    """The 0-based index in old_lines[start:end] of the line most like `line` (ties: the
+    first), or None when none shares most of its text with it."""
+    best: int | None = None
+    best_ratio = 0.6
+    for i in range(start, end):
+        matcher = difflib.SequenceMatcher(None, old_lines[i].strip(), line.strip(), autojunk=False)
+        if matcher.real_quick_ratio() > best_ratio and matcher.ratio() > best_ratio:
+            best, best_ratio = i, matcher.ratio()
+    return best
 
 
 class Rule(cst.CSTTransformer):
