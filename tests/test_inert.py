@@ -219,6 +219,7 @@ def tricky_text(case: str) -> str:
     return head + "import functools\n" + gen.big_module(20) + helpers + TRICKY[case] + helpers
 
 
+@pytest.mark.slow  # each a module of helpers, migrated three ways
 @pytest.mark.parametrize("case", sorted(TRICKY))
 def test_tricky_modules_give_the_same_results(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
     text = tricky_text(case)
