@@ -139,6 +139,9 @@ class ProjectIndex:
     model_fn_helpers: set[FnKey] = field(default_factory=set)
     # (path, scope, call code) -> a direct call of an input function that gains `params`
     direct_calls: dict[tuple[str, str, str], DirectCall] = field(default_factory=dict)
+    # (path, scope, lambda code) -> how an input_fn lambda bound to a name (`train_input =
+    # lambda: input_fn(...)`, passed as `TrainSpec(train_input)`) takes params, where it is bound
+    bound_lambdas: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

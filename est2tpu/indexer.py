@@ -275,6 +275,7 @@ class _UseCollector(_Scoped):
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression, int]] = []
         self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
         self.tande: list[tuple[CallKey, str | None, str, int]] = []  # train_and_evaluate
+        self.lambda_scopes: dict[int, str] = {}  # id(lambda assigned to a name) -> its scope
 
     def collect(self) -> None:
         if self.src.imports.uses(self.src.text, *USE_NAMES):
@@ -321,6 +322,8 @@ class _UseCollector(_Scoped):
             node.value, (cst.Call, cst.Lambda)
         ):
             self.bind(self.values, node.targets[0].target.value, node.value)
+            if isinstance(node.value, cst.Lambda):
+                self.lambda_scopes[id(node.value)] = self.here
         if not isinstance(node.value, cst.Call):
             return
         target = dotted(node.targets[0].target)
@@ -555,12 +558,7 @@ class _UseCollector(_Scoped):
         ):
             value = self.lookup(self.values, expr.value)
             if isinstance(value, cst.Lambda):
-                # The rewrite of a lambda happens where it is passed, not where it is bound.
-                site.problems.append(
-                    f"input_fn `{expr.value}` holds a lambda; pass the lambda itself, or make "
-                    "it `lambda params: ...` and pass params['batch_size'] on by hand"
-                )
-                return None
+                return self.bound_lambda(expr.value, value, mode, site, commit, depth)
             if value is not None:
                 return self.analyse_input_fn(value, mode, site, commit, depth + 1)
         bindings: dict[str, cst.BaseExpression] = {}
@@ -727,6 +725,35 @@ class _UseCollector(_Scoped):
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
         return None
+
+    def bound_lambda(
+        self,
+        name: str,
+        lam: cst.Lambda,
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+        depth: int,
+    ) -> BatchSize | None:
+        """An input_fn name bound to a lambda: the lambda takes `params` where it is bound,
+        as it would where it is passed."""
+        scope = self.lambda_scopes.get(id(lam))
+        called = any(dotted(call.func) == name for _, call in self.calls)
+        if scope is None or called:
+            site.problems.append(
+                f"input_fn `{name}` holds a lambda that the program also calls itself; make "
+                "it `lambda params: ...` and pass params (with 'batch_size') to both by hand"
+            )
+            return None
+        inner = UseSite()
+        result = self.analyse_input_fn(lam, mode, inner, commit, depth + 1)
+        site.problems.extend(inner.problems)
+        site.tpu = site.tpu or inner.tpu
+        site.lacks_params = inner.lacks_params
+        site.unsized = site.unsized or inner.unsized
+        if inner.lambda_params:
+            self.ix.index.bound_lambdas[(self.src.path, scope, self.code(lam))] = inner
+        return result
 
     def leave_Return(self, original_node: cst.Return) -> None:
         if not self.here or self.here not in self.src.defs:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from est2tpu.batching import batch_calls, batch_size_arg, is_params_batch_size
 from est2tpu.cstutil import add_param, has_param, kwarg, params_subscript, walk, with_kwarg
-from est2tpu.index import Mode, node_code
+from est2tpu.index import Mode, UseSite, node_code
 from est2tpu.rule import FileState, Rule
 from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 
@@ -15,7 +15,8 @@ class InputFnBatchSize(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_input_fn(state) or any(
-            path == state.path for path, _, _ in state.index.direct_calls
+            path == state.path
+            for path, _, _ in (*state.index.direct_calls, *state.index.bound_lambdas)
         )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -170,24 +171,20 @@ class InputFnBatchSize(Rule):
         lam = arg.value
         if has_param(lam, "params"):
             return updated_node
-        body = lam.body
-        assert isinstance(body, cst.Call)
-        args = list(body.args)
-        if site.lambda_batch_arg is not None and site.lambda_batch_arg < len(args):
-            args[site.lambda_batch_arg] = args[site.lambda_batch_arg].with_changes(
-                value=params_subscript()
-            )
-        elif site.lambda_forward_params:
-            body = with_kwarg(body, "params", cst.Name("params"))
-            args = list(body.args)
-        new_lam = lam.with_changes(
-            params=cst.Parameters([cst.Param(cst.Name("params"))]),
-            body=body.with_changes(args=args),
-        )
         self.record(original_node, "input_fn lambda takes params")
+        new_lam = _lambda_with_params(lam, site)
         return updated_node.with_changes(
             args=[a.with_changes(value=new_lam) if a is arg else a for a in updated_node.args]
         )
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        site = self.state.index.bound_lambdas.get(
+            (self.state.path, self.here, node_code(original_node))
+        )
+        if site is None or has_param(updated_node, "params"):
+            return updated_node
+        self.record(original_node, "input_fn lambda takes params")
+        return _lambda_with_params(updated_node, site)
 
     # Issue 19 (the project index's engineer): direct calls, kept apart from the rest.
     def _direct_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
@@ -206,6 +203,25 @@ class InputFnBatchSize(Rule):
         )
         self.record(original_node, "direct call passes params={'batch_size': ...}")
         return with_kwarg(updated_node, "params", params)
+
+
+def _lambda_with_params(lam: cst.Lambda, site: UseSite) -> cst.Lambda:
+    """`lambda: f(x, 32)` -> `lambda params: f(x, params["batch_size"])` (or passing
+    params=params on to an `f` that reads the batch size from them)."""
+    body = lam.body
+    assert isinstance(body, cst.Call)
+    args = list(body.args)
+    if site.lambda_batch_arg is not None and site.lambda_batch_arg < len(args):
+        args[site.lambda_batch_arg] = args[site.lambda_batch_arg].with_changes(
+            value=params_subscript()
+        )
+    elif site.lambda_forward_params:
+        body = with_kwarg(body, "params", cst.Name("params"))
+        args = list(body.args)
+    return lam.with_changes(
+        params=cst.Parameters([cst.Param(cst.Name("params"))]),
+        body=body.with_changes(args=args),
+    )
 
 
 def _repeats(fn: cst.FunctionDef) -> bool:
