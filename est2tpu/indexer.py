@@ -141,6 +141,7 @@ class Indexer:
         # project functions that build and return an Estimator -> the constructions they
         # return (None: something else too)
         self.returned_ctors: dict[FnKey, set[CallKey | None]] = {}
+        self.collectors: dict[str, _UseCollector] = {}  # by module path, while building
 
     @staticmethod
     def source(
@@ -198,6 +199,7 @@ class Indexer:
 
     def build(self) -> ProjectIndex:
         collectors = [_UseCollector(self, src) for src in self.modules.values()]
+        self.collectors = {c.src.path: c for c in collectors}
         for collector in collectors:
             collector.collect()
         if not self.use_runtime:
@@ -623,6 +625,9 @@ class _UseCollector(_Scoped):
                 return None
             else:
                 inner = _returned_def(self.ix, factory)
+                numpy_made = _returned_numpy_call(self.ix, factory) if inner is None else None
+                if numpy_made is not None:
+                    return self.numpy_factory(factory, numpy_made, expr, mode, site, commit)
                 if inner is None:
                     site.problems.append(
                         "the input_fn factory does not return a function defined inside it"
@@ -725,6 +730,61 @@ class _UseCollector(_Scoped):
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
         return None
+
+    def numpy_factory(
+        self,
+        factory: FnKey,
+        numpy_call: cst.Call,
+        call: cst.Call,
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+    ) -> BatchSize | None:
+        """A project function that returns a numpy_input_fn/pandas_input_fn call
+        (`def make_input(x, y, batch_size=64): return numpy_input_fn(x, y, batch_size=...)`)
+        is called for the input_fn: the call inside it becomes the shim's params-aware one
+        and its batch size, as this call site sets it, moves to the TPUEstimator."""
+        owner = self.ix.modules[factory[0]]
+        key = self.ix.collectors[factory[0]].node_keys.get(id(numpy_call))
+        name = owner.imports.tf_name(numpy_call.func)
+        if name is None and (owner.imports.qualify(numpy_call.func) or "").startswith(
+            SHIM + "tf2."
+        ):
+            name = "estimator.inputs.numpy_input_fn"  # the tf2 shim's: the same arguments
+        if key is None or name is None:
+            # The tpu-estimator shim's own (code migrated before): it batches by
+            # params["batch_size"]; the TPUEstimator has the size.
+            return None
+        fn = self.ix.fn(factory)
+        size = call_arg(numpy_call, "batch_size", NUMPY_INPUTS[name])
+        batch: BatchSize | None
+        if size is None:
+            batch = BatchSize(mode, DEFAULT_NUMPY_BATCH, True)
+        elif int_literal(size.value):
+            batch = BatchSize(mode, self.code_of(owner, size.value), True)
+        elif isinstance(size.value, cst.Name) and size.value.value in param_names(fn):
+            bound = _bind(fn, call).get(size.value.value)
+            default = _default(fn, size.value.value)
+            if bound is not None:
+                batch = self.batch_from_call_site(mode, bound)
+            elif default is not None and int_literal(default):
+                batch = BatchSize(mode, self.code_of(owner, default), True)
+            else:
+                batch = None
+        else:
+            batch = None
+        if batch is None:
+            site.problems.append(
+                f"the numpy/pandas input function made by `{factory[1]}` batches by "
+                f"`{self.code_of(owner, size.value) if size else ''}`, which this call "
+                "site does not set; pass the batch size to the TPUEstimator by hand"
+            )
+            return None
+        site.lacks_params = True
+        if commit:
+            site.tpu = True
+            self.ix.index.numpy_inputs.add(key)
+        return batch
 
     def bound_lambda(
         self,
@@ -964,6 +1024,44 @@ def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
         return None
     key = f"{factory[1]}.{returned[0]}"
     return (factory[0], key) if key in ix.modules[factory[0]].defs else None
+
+
+def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
+    """The numpy_input_fn/pandas_input_fn call a factory returns, directly or through a
+    local name bound only to it: its one return."""
+    fn = ix.fn(factory)
+    imports = ix.modules[factory[0]].imports
+    returned: list[cst.BaseExpression | None] = []
+    bound: dict[str, list[cst.BaseExpression]] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            returned.append(node.value)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    bound.setdefault(t.target.value, []).append(node.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                bound.setdefault(node.target.value, []).append(node.value)
+
+    walk(fn, V())
+    if len(returned) != 1:
+        return None
+    value = returned[0]
+    if isinstance(value, cst.Name) and len(bound.get(value.value, [])) == 1:
+        value = bound[value.value][0]
+    if isinstance(value, cst.Call) and call_kind(imports, value.func) == "numpy":
+        return value
+    return None
 
 
 def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
