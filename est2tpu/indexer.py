@@ -5,6 +5,7 @@ and the calls that use them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import PurePath
 from typing import TypeVar
 
 import libcst as cst
@@ -122,6 +123,26 @@ class _DefCollector(_Scoped):
             self.src.relative[bound] = ".".join([*base, name])
 
 
+def nearest(importer: str, paths: Sequence[str]) -> str | None:
+    """Of the files that claim one module name (`trainer.model` in two projects run
+    together), the one sharing the most directories with the importer, if only one does."""
+    if not paths:
+        return None
+    here = PurePath(importer).parent.parts
+
+    def shared(path: str) -> int:
+        n = 0
+        for a, b in zip(here, PurePath(path).parent.parts):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    top = max(shared(p) for p in paths)
+    best = [p for p in dict.fromkeys(paths) if shared(p) == top]
+    return best[0] if len(best) == 1 else None
+
+
 class Indexer:
     """Builds a ProjectIndex from parsed modules."""
 
@@ -136,6 +157,7 @@ class Indexer:
         self.follow_helpers = follow_helpers
         self.modules = {m.path: m for m in modules}
         self.by_name: dict[str, str | None] = {}
+        self.claimed: dict[str, list[str]] = {}  # dotted name -> every path that claims it
         self.index = ProjectIndex()
         self.wrapped: set[int] = set()  # id() of calls an input_fn lambda makes
         # project functions that build and return an Estimator -> the constructions they
@@ -159,6 +181,7 @@ class Indexer:
 
     def register(self, src: SourceModule, names: Iterable[str]) -> None:
         for name in names:
+            self.claimed.setdefault(name, []).append(src.path)
             if name in self.by_name and self.by_name[name] != src.path:
                 self.by_name[name] = None  # two files claim it: ambiguous
             else:
@@ -166,8 +189,10 @@ class Indexer:
 
     # -- resolution ---------------------------------------------------------------------
 
-    def module_for(self, dotted_name: str) -> SourceModule | None:
+    def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
         path = self.by_name.get(dotted_name)
+        if path is None and near is not None:
+            path = nearest(near, self.claimed.get(dotted_name, []))
         return self.modules.get(path) if path else None
 
     def resolve_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> FnKey | None:
@@ -187,7 +212,7 @@ class Indexer:
             return None
         full = f"{target}.{rest}" if rest else target
         module_name, _, fn_name = full.rpartition(".")
-        other = self.module_for(module_name)
+        other = self.module_for(module_name, src.path)
         if other is not None and fn_name in other.defs:
             return (other.path, fn_name)
         return None

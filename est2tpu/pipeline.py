@@ -21,7 +21,7 @@ from est2tpu.cstutil import starts
 from est2tpu.engine import is_selected, parse, select_rules, transform, verify
 from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
-from est2tpu.indexer import Indexer
+from est2tpu.indexer import Indexer, nearest
 from est2tpu.names import ImportTable
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
@@ -77,12 +77,16 @@ class _LazyIndexer(Indexer):
         self.claims = claims
         self.load = load
 
-    def module_for(self, dotted_name: str) -> SourceModule | None:
+    def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
         found: dict[str, SourceModule] = {}
         for cid in self.claims.get(dotted_name, ()):
             src = self.load(cid)
             if src is not None:
                 found[src.path] = src
+        if len(found) > 1 and near is not None:
+            # Two projects run together: the importer's own, by shared directories.
+            path = nearest(near, list(found))
+            return found[path] if path is not None else None
         return next(iter(found.values())) if len(found) == 1 else None
 
 
