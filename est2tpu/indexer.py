@@ -794,6 +794,10 @@ class _UseCollector(_Scoped):
                 batch = self.batch_from_call_site(mode, bound)
             elif default is not None and int_literal(default):
                 batch = BatchSize(mode, self.code_of(owner, default), True)
+            elif isinstance(default, cst.Name) and default.value in owner.constants:
+                same = owner.path == self.src.path
+                text = default.value if same else str(owner.constants[default.value])
+                batch = BatchSize(mode, text, True)
             else:
                 batch = None
         else:
