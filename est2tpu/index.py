@@ -96,6 +96,8 @@ class UseSite:
     # its input function reads params["batch_size"] already, and its size is not known
     unsized: bool = False
     lacks_params: bool = False  # the input_fn as passed takes no `params`
+    # its input is the shim's numpy/pandas input function, which knows its length
+    sized_input: bool = False
     problems: list[str] = field(default_factory=list)
 
 

@@ -597,6 +597,7 @@ class _UseCollector(_Scoped):
         if numpy_call is not None:
             if commit:
                 site.tpu = True
+                site.sized_input = True
                 self.ix.index.numpy_inputs.add(self.node_keys[id(numpy_call)])
             name = self.src.imports.tf_name(numpy_call.func)
             site.lacks_params = name is not None
@@ -812,6 +813,7 @@ class _UseCollector(_Scoped):
         site.lacks_params = True
         if commit:
             site.tpu = True
+            site.sized_input = True
             self.ix.index.numpy_inputs.add(key)
         return batch
 
