@@ -686,10 +686,7 @@ class _UseCollector(_Scoped):
         calls = batch_calls(fn)
         if len(calls) != 1:
             if not calls:
-                plan.problems.append(
-                    "no `.batch(...)` call found in the input function; TPUEstimator needs "
-                    "a static batch of params['batch_size']"
-                )
+                plan.problems.append(_why_unbatched(self.ix, target_key))
             else:
                 plan.problems.append(
                     "more than one `.batch(...)` call in the input function; rewrite the "
@@ -1093,6 +1090,115 @@ def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
     if isinstance(value, cst.Call) and call_kind(imports, value.func) == "numpy":
         return value
     return None
+
+
+# Batching outside `.batch(...)`: TF1 queue readers (they return tensors, and TPUEstimator
+# on TPU takes a tf.data.Dataset) and tf.data helpers that batch by an argument of their own.
+_QUEUE_BATCHING = frozenset(
+    {
+        "train.batch",
+        "train.shuffle_batch",
+        "train.batch_join",
+        "train.shuffle_batch_join",
+        "train.maybe_batch",
+        "train.maybe_shuffle_batch",
+        "contrib.learn.io.read_batch_features",
+        "contrib.learn.io.read_batch_examples",
+        "contrib.learn.read_batch_features",
+        "contrib.learn.read_batch_examples",
+    }
+)
+_QUEUE_METHODS = frozenset({"dequeue_many", "dequeue_up_to"})
+_DATASET_BATCHING = frozenset(
+    {
+        "data.experimental.make_csv_dataset",
+        "data.experimental.make_batched_features_dataset",
+        "data.experimental.map_and_batch",
+        "data.experimental.group_by_window",
+        "data.experimental.bucket_by_sequence_length",
+        "contrib.data.make_csv_dataset",
+        "contrib.data.make_batched_features_dataset",
+        "contrib.data.map_and_batch",
+        "contrib.data.group_by_window",
+        "contrib.data.bucket_by_sequence_length",
+        "contrib.data.sliding_window_batch",
+    }
+)
+_NO_BATCH = (
+    "TPUEstimator needs the input function to return a tf.data.Dataset batched by "
+    "params['batch_size'] (drop_remainder on TPU)"
+)
+
+
+def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = None) -> str:
+    """The refusal for an input function without `.batch(...)`: what it batches with."""
+    src = ix.modules[key[0]]
+    fn = ix.fn(key)
+    where = "the input function" if via is None else f"`{via}`, which the input function calls,"
+    iterator = False
+    for call in iter_calls(fn, into_defs=False):
+        name = src.imports.tf_name(call.func) or ""
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+        if name in _QUEUE_BATCHING or method in _QUEUE_METHODS:
+            return (
+                f"{where} batches with the queue-based `{name or method}`: {_NO_BATCH}; "
+                "rewrite it with tf.data by hand"
+            )
+        if name in _DATASET_BATCHING:
+            return (
+                f"{where} batches with `{name.rpartition('.')[2]}(...)`: {_NO_BATCH}; give "
+                "it params['batch_size'] and static batches on TPU by hand"
+            )
+        iterator = iterator or method == "get_next"
+        callee = ix.resolve_fn(src, key[1], call.func) if depth < 2 else None
+        if callee is not None and callee != key:
+            if batch_calls(ix.fn(callee)):
+                return (
+                    f"{where} batches inside `{callee[1]}`, a helper it calls: {_NO_BATCH}; "
+                    "give the helper the batch size from params by hand"
+                )
+            why = _why_unbatched(ix, callee, depth + 1, via or callee[1])
+            if why != _NOT_FOUND:
+                return why
+    if iterator:
+        return (
+            f"{where} returns tensors from an iterator (`get_next()`), with no `.batch(...)` "
+            f"of its own: {_NO_BATCH}; return the dataset itself"
+        )
+    returned = _returned_call(fn)
+    head = (dotted(returned.func) or "").partition(".")[0] if returned is not None else ""
+    imported = head in src.imports.bindings or head in src.relative
+    if via is None and returned is not None and imported and not src.imports.tf_name(returned.func):
+        return (
+            f"the input function returns what `{node_code(returned.func)}(...)` makes, "
+            f"which est2tpu cannot follow into: {_NO_BATCH}"
+        )
+    return _NOT_FOUND
+
+
+def _returned_call(fn: cst.FunctionDef) -> cst.Call | None:
+    """The call a function returns, when it has one return and returns a call."""
+    returned: list[cst.BaseExpression | None] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            returned.append(node.value)
+
+    walk(fn, V())
+    value = returned[0] if len(returned) == 1 else None
+    return value if isinstance(value, cst.Call) else None
+
+
+_NOT_FOUND = (
+    "no `.batch(...)` call found in the input function; TPUEstimator needs "
+    "a static batch of params['batch_size']"
+)
 
 
 def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
