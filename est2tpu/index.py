@@ -120,6 +120,9 @@ class SourceModule:
     text: str = ""
     defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     constants: dict[str, int] = field(default_factory=dict)
+    # names the module itself binds by assignments: how many (a name bound once at module
+    # level, `EVAL_SEQUENCES = N // 4`, `FLAGS = flags.FLAGS`, holds one value for the run)
+    module_assigns: dict[str, int] = field(default_factory=dict)
     run_config_vars: set[str] = field(default_factory=set)  # names assigned a RunConfig(...)
 
 

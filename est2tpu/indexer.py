@@ -90,7 +90,12 @@ class _DefCollector(_Scoped):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     self.src.run_config_vars.add(t.target.value)
-        if self.scope or len(node.targets) != 1:
+        if self.scope:
+            return
+        for t in node.targets:
+            for name in _target_names(t.target):
+                self.src.module_assigns[name] = self.src.module_assigns.get(name, 0) + 1
+        if len(node.targets) != 1:
             return
         target = node.targets[0].target
         if isinstance(target, cst.Name) and isinstance(node.value, cst.Integer):
@@ -102,6 +107,12 @@ class _DefCollector(_Scoped):
         for small in node.body:
             if isinstance(small, cst.Assign):
                 self.assign(small)
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and not self.scope:
+                for name in _target_names(small.target):
+                    self.src.module_assigns[name] = self.src.module_assigns.get(name, 0) + 1
+            elif isinstance(small, cst.Global):
+                for item in small.names:  # rebound by a function: not one value for the run
+                    self.src.module_assigns[item.name.value] = 2
             elif isinstance(small, cst.ImportFrom):
                 self.import_from(small)
         return False
@@ -141,6 +152,35 @@ def nearest(importer: str, paths: Sequence[str]) -> str | None:
     top = max(shared(p) for p in paths)
     best = [p for p in dict.fromkeys(paths) if shared(p) == top]
     return best[0] if len(best) == 1 else None
+
+
+def _assigned_in(fn: cst.FunctionDef) -> set[str]:
+    """Names a function binds by assignment (its locals, nested defs aside)."""
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(_target_names(node.target))
+
+    walk(fn, V())
+    return names
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    return []
 
 
 class Indexer:
@@ -748,6 +788,18 @@ class _UseCollector(_Scoped):
                 if owner_src.path == self.src.path:
                     return BatchSize(mode, name, True)
                 return BatchSize(mode, str(owner_src.constants[name]), True)
+        head = (dotted(size) or "").partition(".")[0]
+        if (
+            head
+            and head not in fn_params
+            and head not in _assigned_in(fn)
+            and owner_src.module_assigns.get(head) == 1
+        ):
+            # A module-level value bound once (`EVAL_SEQUENCES = N // 4`, `FLAGS.batch_size`
+            # with `FLAGS = flags.FLAGS`): the same value where the Estimator is built, if
+            # that is in this module.
+            self.forward_params(plan, site, via_lambda, commit)
+            return BatchSize(mode, self.code_of(owner_src, size), owner_src.path == self.ctor_path)
         plan.problems.append(
             f"the batch size `{self.code_of(owner_src, size)}` is not a literal, a module "
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
