@@ -154,6 +154,10 @@ def nearest(importer: str, paths: Sequence[str]) -> str | None:
     return best[0] if len(best) == 1 else None
 
 
+def _is_get_next(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
+
+
 def _assigned_in(fn: cst.FunctionDef) -> set[str]:
     """Names a function binds by assignment (its locals, nested defs aside)."""
     names: set[str] = set()
@@ -663,6 +667,13 @@ class _UseCollector(_Scoped):
                 site.problems.append("the input_fn lambda does not call a function")
                 return None
             target_key = self.ix.resolve_fn(self.src, self.here, body.func)
+            if target_key is None and _is_get_next(body):
+                site.problems.append(
+                    "the input_fn lambda returns tensors from an iterator (`get_next()`): "
+                    "TPUEstimator on TPU needs the tf.data.Dataset itself, batched by "
+                    "params['batch_size']; make it `lambda params: <the dataset>` by hand"
+                )
+                return None
             if target_key is None:
                 site.problems.append(
                     "the function the input_fn lambda calls is not defined in this project"
@@ -1219,8 +1230,16 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
         )
     returned = _returned_call(fn)
     head = (dotted(returned.func) or "").partition(".")[0] if returned is not None else ""
-    imported = head in src.imports.bindings or head in src.relative
-    if via is None and returned is not None and imported and not src.imports.tf_name(returned.func):
+    # An imported function, or an object the input function does not make itself (a closure
+    # over a project object, `data.input_fn("train")`); never a dataset built in the body.
+    followable = head in src.imports.bindings or head in src.relative
+    outside = bool(head) and head not in _assigned_in(fn) and head not in param_names(fn)
+    if (
+        via is None
+        and returned is not None
+        and (followable or outside)
+        and not src.imports.tf_name(returned.func)
+    ):
         return (
             f"the input function returns what `{node_code(returned.func)}(...)` makes, "
             f"which est2tpu cannot follow into: {_NO_BATCH}"
