@@ -1241,8 +1241,9 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
         and not src.imports.tf_name(returned.func)
     ):
         return (
-            f"the input function returns what `{node_code(returned.func)}(...)` makes, "
-            f"which est2tpu cannot follow into: {_NO_BATCH}"
+            f"the input function has no `.batch(...)` of its own and returns what "
+            f"`{node_code(returned.func)}(...)` makes: {_NO_BATCH}; make that batch by "
+            "params['batch_size'] by hand"
         )
     return _NOT_FOUND
 
