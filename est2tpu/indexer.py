@@ -154,6 +154,50 @@ def nearest(importer: str, paths: Sequence[str]) -> str | None:
     return best[0] if len(best) == 1 else None
 
 
+def _chained_factory_call(ix: Indexer, factory: FnKey, call: cst.Call) -> cst.Call | None:
+    """The call a module-level factory returns, of another project function, with the
+    factory's parameters replaced by what `call` passes (or their defaults)."""
+    if "." in factory[1]:
+        return None
+    fn = ix.fn(factory)
+    returned = _returned_call(fn)
+    src = ix.modules[factory[0]]
+    if returned is None or ix.resolve_fn(src, "", returned.func) is None:
+        return None
+    star = isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None
+    if star or any(a.star for a in call.args):
+        return None
+    bound = _bind(fn, call)
+    values: dict[str, cst.BaseExpression] = {}
+    for name in param_names(fn):
+        value = bound.get(name, _default(fn, name))
+        if value is not None:
+            values[name] = value
+    locals_ = _assigned_in(fn)
+    missing: list[str] = []
+
+    class Substitute(cst.CSTTransformer):
+        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+            if original_node.value in values:
+                return values[original_node.value]
+            if original_node.value in locals_ or original_node.value in param_names(fn):
+                missing.append(original_node.value)
+            return updated_node
+
+        def leave_Attribute(
+            self, original_node: cst.Attribute, updated_node: cst.Attribute
+        ) -> cst.Attribute:
+            return updated_node.with_changes(attr=original_node.attr)
+
+        def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+            return updated_node.with_changes(keyword=original_node.keyword)
+
+    result = returned.visit(Substitute())
+    if missing or not isinstance(result, cst.Call):
+        return None  # reads the factory's own locals: not expressible at the call site
+    return result
+
+
 def _is_get_next(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
 
@@ -705,6 +749,16 @@ class _UseCollector(_Scoped):
                 numpy_made = _returned_numpy_call(self.ix, factory) if inner is None else None
                 if numpy_made is not None:
                     return self.numpy_factory(factory, numpy_made, expr, mode, site, commit)
+                chained = (
+                    _chained_factory_call(self.ix, factory, expr)
+                    if inner is None and factory[0] == self.src.path and depth < 4
+                    else None
+                )
+                if chained is not None:
+                    # `def make(pattern, params): return inputs.get_input_fn(pattern,
+                    # batch_size=params.batch_size)`: the factory it calls, with this call
+                    # site's arguments in place of make's parameters.
+                    return self.analyse_input_fn(chained, mode, site, commit, depth + 1)
                 if inner is None:
                     site.problems.append(
                         "the input_fn factory does not return a function defined inside it"
