@@ -198,6 +198,19 @@ def _chained_factory_call(ix: Indexer, factory: FnKey, call: cst.Call) -> cst.Ca
     return result
 
 
+def _subscript_head(expr: cst.BaseExpression) -> str:
+    """The name a chain of constant subscripts and attributes starts from, or ""."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        if isinstance(expr, cst.Subscript) and not all(
+            isinstance(e.slice, cst.Index)
+            and isinstance(e.slice.value, (cst.SimpleString, cst.Integer))
+            for e in expr.slice
+        ):
+            return ""
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
+
+
 def _is_get_next(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
 
@@ -1067,7 +1080,7 @@ class _UseCollector(_Scoped):
         parts = (dotted(expr) or "").split(".")
         if parts[0] in self.reach:
             return BatchSize(mode, ".".join([self.reach[parts[0]], *parts[1:]]), True)
-        head = parts[0]
+        head = parts[0] or _subscript_head(expr)  # `hparams["batch_size"]` reads hparams
         return BatchSize(mode, text, bool(head) and self.ctor_scope_knows(head))
 
     ctor_scope: str | None = None
