@@ -98,6 +98,8 @@ class UseSite:
     lacks_params: bool = False  # the input_fn as passed takes no `params`
     # its input is the shim's numpy/pandas input function, which knows its length
     sized_input: bool = False
+    # or the arrays a `from_tensor_slices` input function reads, once each: valid here
+    examples_code: str | None = None
     problems: list[str] = field(default_factory=list)
 
 

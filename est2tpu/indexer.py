@@ -211,6 +211,65 @@ def _subscript_head(expr: cst.BaseExpression) -> str:
     return expr.value if isinstance(expr, cst.Name) else ""
 
 
+# Dataset methods that neither drop, add nor repeat examples (a `.repeat(1)` aside).
+_ONE_PASS_METHODS = frozenset(
+    {"map", "batch", "shuffle", "prefetch", "cache", "make_one_shot_iterator", "get_next"}
+)
+
+
+def _one_pass_over(src: SourceModule, fn: cst.FunctionDef) -> str | None:
+    """The code of the arrays an input function yields each example of exactly once
+    (`Dataset.from_tensor_slices(EVAL)...batch(...)`, EVAL bound once at module level), or
+    None: then nothing tells how many examples an evaluation reads."""
+    source: cst.BaseExpression | None = None
+    for call in iter_calls(fn, into_defs=False):
+        name = src.imports.tf_name(call.func) or ""
+        if name == "data.Dataset.from_tensor_slices" and source is None and call.args:
+            source = call.args[0].value
+            continue
+        if name == "data.make_one_shot_iterator":
+            continue
+        if not isinstance(call.func, cst.Attribute):
+            return None
+        method = call.func.attr.value
+        once = (
+            method == "repeat"
+            and len(call.args) == 1
+            and isinstance(call.args[0].value, cst.Integer)
+            and call.args[0].value.value == "1"
+        )
+        if method not in _ONE_PASS_METHODS and not once:
+            return None
+    if source is None:
+        return None
+    names: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.append(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            return False
+
+    walk(source, V())
+    plain = isinstance(source, (cst.Name, cst.Tuple, cst.Dict))
+    locals_ = _assigned_in(fn) | set(param_names(fn))
+    if not plain or not names or any(n in locals_ or src.module_assigns.get(n) != 1 for n in names):
+        return None
+    return node_code(source)
+
+
+def _names_in(code: str) -> set[str]:
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    walk(cst.parse_expression(code), V())
+    return names
+
+
 def _is_get_next(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
 
@@ -801,6 +860,15 @@ class _UseCollector(_Scoped):
         if via_lambda is None:
             plan.needs_params = True
             plan.direct = True
+            if commit and mode is Mode.EVAL and target_key[0] == self.src.path:
+                examples = _one_pass_over(self.src, fn)
+                # read again where evaluate() is called: the module's names, not a local's
+                user = self.src.defs.get(self.here)
+                shadowed = (
+                    _assigned_in(user) | set(param_names(user)) if user is not None else set()
+                )
+                if examples is not None and not shadowed & _names_in(examples):
+                    site.examples_code = examples
         calls = batch_calls(fn)
         if len(calls) != 1:
             if not calls:

@@ -143,15 +143,20 @@ class InputFnBatchSize(Rule):
             self.refuse(original_node, problem)
         if method == "evaluate" and site.tpu and kwarg(original_node, "steps") is None:
             positional = [a for a in original_node.args if a.keyword is None]
-            if len(positional) < 2 and site.sized_input and not site.problems:
-                # A numpy/pandas input knows its length: on TPU the runtime counts the
-                # steps, elsewhere it evaluates to the end of the input, as before.
+            sized = site.sized_input or site.examples_code is not None
+            if len(positional) < 2 and sized and not site.problems:
+                # A numpy/pandas input knows its length, and so do the arrays a
+                # from_tensor_slices input reads once: on TPU the runtime counts the steps,
+                # elsewhere it evaluates to the end of the input, as before.
                 assert isinstance(updated_node.func, cst.Attribute)
                 self.record(original_node, "evaluate() steps counted from the input on TPU")
-                return updated_node.with_changes(
+                call = updated_node.with_changes(
                     func=self.runtime("evaluate"),
                     args=[cst.Arg(updated_node.func.value), *updated_node.args],
                 )
+                if site.examples_code is not None:
+                    call = with_kwarg(call, "examples", cst.parse_expression(site.examples_code))
+                return call
             if len(positional) < 2:
                 self.refuse(
                     original_node,

@@ -80,18 +80,22 @@ def _rows_or_none(x: Any) -> int | None:
         return None
 
 
-def eval_steps(estimator: Any, input_fn: Any) -> int | None:
+def eval_steps(estimator: Any, input_fn: Any, examples: Any = None) -> int | None:
     """``steps`` for ``estimator.evaluate(input_fn)`` where the original gave none.
 
     ``None`` (evaluate to the end of the input, the original's behaviour, partial last
     batch included) wherever the TPUEstimator evaluates on CPU/GPU; on a TPU, which
     cannot stop at the end of the input, the number of whole per-host batches in the
     finite input of the shim's ``numpy_input_fn``/``pandas_input_fn`` (each host reads
-    all of it; the last partial batch is dropped, as TPU evaluation must).
+    all of it; the last partial batch is dropped, as TPU evaluation must).  ``examples``:
+    the arrays a ``Dataset.from_tensor_slices`` input function reads once each.
     """
     import tensorflow as tf
 
-    examples = getattr(input_fn, "num_examples", None)
+    if examples is not None:
+        examples = len(tf.nest.flatten(examples)[0])
+    else:
+        examples = getattr(input_fn, "num_examples", None)
     ctx = getattr(estimator, "_ctx", None)  # TPUEstimator's internal context (TF <= 2.15)
     if examples is None or ctx is None:
         return None
@@ -115,11 +119,12 @@ def evaluate(
     hooks: Any = None,
     checkpoint_path: str | None = None,
     name: str | None = None,
+    examples: Any = None,
 ) -> Any:
     """``estimator.evaluate(...)`` whose ``steps``, when not given, come from
     :func:`eval_steps`: the original's on CPU/GPU, a finite count on TPU."""
     if steps is None:
-        steps = eval_steps(estimator, input_fn)
+        steps = eval_steps(estimator, input_fn, examples)
     return estimator.evaluate(
         input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
     )
