@@ -49,6 +49,8 @@ class BatchSize:
     mode: Mode
     code: str  # expression text, valid at the constructor
     portable: bool  # True when `code` is a literal or defined where the constructor is
+    # the input function batches by params["batch_size"] already; `code` is the size it had
+    from_params: bool = False
 
 
 @dataclass
@@ -68,6 +70,8 @@ class CtorPlan:
     # modes whose input functions read params["batch_size"] already, of unknown size
     unsized_modes: set[Mode] = field(default_factory=set)
     tpu_batch_sizes: dict[Mode, str] = field(default_factory=dict)  # an existing TPUEstimator's
+    # modes an existing TPUEstimator never runs on a TPU (use_tpu=False, eval_on_tpu=False)
+    off_tpu: set[Mode] = field(default_factory=set)
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:

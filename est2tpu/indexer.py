@@ -4,6 +4,7 @@ and the calls that use them."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 from typing import TypeVar
@@ -465,7 +466,10 @@ class _UseCollector(_Scoped):
         self.lambda_scopes: dict[int, str] = {}  # id(lambda assigned to a name) -> its scope
 
     def collect(self) -> None:
-        if self.src.imports.uses(self.src.text, *USE_NAMES):
+        shim = any(
+            (target + ".").startswith(SHIM) for target in self.src.imports.bindings.values()
+        )
+        if shim or self.src.imports.uses(self.src.text, *USE_NAMES):
             walk(self.src.module, self)
 
     def refuse_shim_only_uses(self) -> None:
@@ -605,6 +609,16 @@ class _UseCollector(_Scoped):
             elif target is not None and kind == "numpy":
                 self.bind(self.numpy_inputs, target, node)
         name = self.src.imports.tf_name(node.func)
+        shim = self.shim_name(node.func) if name is None else None
+        if shim == "train_and_evaluate":
+            name = "estimator.train_and_evaluate"  # the loop a first run wrote: same specs
+        elif shim is not None and (shim == "model_to_estimator" or shim.startswith("premade.")):
+            # A TPUEstimator a first run built (the Keras or premade builder): its input
+            # functions are held to what TPUEstimator needs, as the original's were.
+            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan.tpu = True
+            self.tpu_ctor(node, plan)
+            return
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.premade = True
@@ -631,11 +645,9 @@ class _UseCollector(_Scoped):
                 plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
             config = call_arg(node, "config", 2)
             plan.config_is_run_config = config is not None and self.is_run_config(config.value)
-            for mode in Mode if plan.tpu else ():
-                size = call_arg(node, f"{mode.value}_batch_size", None)
-                if size is not None:
-                    plan.tpu_batch_sizes[mode] = self.code(size.value)
-            if not plan.tpu:
+            if plan.tpu:
+                self.tpu_ctor(node, plan)
+            else:
                 plan.refusal = self.ctor_refusal(node, plan)
                 plan.convert = plan.refusal is None
             return
@@ -680,6 +692,22 @@ class _UseCollector(_Scoped):
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
 
+    def shim_name(self, func: cst.BaseExpression) -> str | None:
+        """`premade.DNNClassifier` for `tpu_runtime.premade.DNNClassifier`, and so on."""
+        qualified = self.src.imports.qualify(func) or ""
+        return qualified[len(SHIM) :] if qualified.startswith(SHIM) else None
+
+    def tpu_ctor(self, node: cst.Call, plan: CtorPlan) -> None:
+        """What an existing TPUEstimator construction says about its input functions."""
+        for mode in Mode:
+            size = call_arg(node, f"{mode.value}_batch_size", None)
+            if size is not None:
+                plan.tpu_batch_sizes[mode] = self.code(size.value)
+        for keyword, modes in (("use_tpu", set(Mode)), ("eval_on_tpu", {Mode.EVAL})):
+            arg = call_arg(node, keyword, None)
+            if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False":
+                plan.off_tpu |= modes
+
     # -- one use of an input function --------------------------------------------------
 
     def use(
@@ -714,12 +742,23 @@ class _UseCollector(_Scoped):
                     and plan.tpu_batch_sizes.get(mode) == result.code
                 )
             )
+            if plan is not None and (plan.convert or (plan.tpu and mode not in plan.off_tpu)):
+                # Whether or not its input can be rewritten, this call runs a TPUEstimator.
+                site.tpu = True
             if commit and result is not None and not result.portable:
-                site.problems.append(
-                    f"the batch size `{result.code}` is not defined where the Estimator is "
-                    "built; pass train/eval/predict_batch_size to the TPUEstimator by hand"
-                )
+                site.problems.append(_not_at_ctor(result))
                 commit = False
+            elif (
+                plan is not None
+                and plan.tpu
+                and mode not in plan.off_tpu
+                and not commit
+                and result is not None
+                and not result.from_params
+            ):
+                # A TPUEstimator the project has (or a first run made) whose input function
+                # still batches by a size of its own: what the original's refusal said holds.
+                site.problems.append(_batch_not_from_params(plan, result))
             if commit:
                 self.analyse_input_fn(input_fn, mode, site, commit=True)
                 if site.unsized and plan is not None:
@@ -892,10 +931,12 @@ class _UseCollector(_Scoped):
                 return None  # the lambda passes params on: it was migrated with it
             spare = _unread_params(self.ix.fn(holder))
             if len(spare) == 1 and spare[0] in bindings:
-                return self.batch_from_call_site(mode, bindings[spare[0]])
+                found = self.batch_from_call_site(mode, bindings[spare[0]])
+                return dataclasses.replace(found, from_params=True)
             default = _default(self.ix.fn(holder), spare[0]) if len(spare) == 1 else None
             if default is not None and int_literal(default):
-                return BatchSize(mode, self.code_of(self.ix.modules[holder[0]], default), True)
+                code = self.code_of(self.ix.modules[holder[0]], default)
+                return BatchSize(mode, code, True, from_params=True)
             if commit:
                 site.unsized = True
             return None
@@ -1118,8 +1159,8 @@ class _UseCollector(_Scoped):
 
     def numpy_input(self, expr: cst.BaseExpression) -> tuple[cst.Call | None, str]:
         """A numpy_input_fn/pandas_input_fn call used as the input_fn, and its scope."""
-        if isinstance(expr, cst.Call) and self.src.imports.tf_name(expr.func) in NUMPY_INPUTS:
-            return expr, self.here
+        if isinstance(expr, cst.Call) and call_kind(self.src.imports, expr.func) == "numpy":
+            return expr, self.here  # TensorFlow's, or the shim's (migrated before)
         if isinstance(expr, cst.Name):
             hit = self.lookup(self.numpy_inputs, expr.value)
             if hit is not None:
@@ -1143,6 +1184,8 @@ class _UseCollector(_Scoped):
         """A batch size passed at the use site: portable if it is a literal, or a name
         bound at module level or in the function where the call (and the Estimator) is."""
         text = self.code(expr)
+        if is_params_batch_size(expr):  # a lambda migrated before passes it on
+            return BatchSize(mode, text, True, from_params=True)
         if int_literal(expr):
             return BatchSize(mode, text, True)
         parts = (dotted(expr) or "").split(".")
@@ -1165,6 +1208,31 @@ class _UseCollector(_Scoped):
     @staticmethod
     def code_of(src: SourceModule, node: cst.CSTNode) -> str:
         return src.module.code_for_node(node)
+
+
+def _not_at_ctor(result: BatchSize) -> str:
+    return (
+        f"the batch size `{result.code}` is not defined where the Estimator is built; pass "
+        "train/eval/predict_batch_size to the TPUEstimator by hand"
+    )
+
+
+def _batch_not_from_params(plan: CtorPlan, result: BatchSize) -> str:
+    if not result.portable:
+        return _not_at_ctor(result)  # the first run's words: a CI check repeats them
+    given = plan.tpu_batch_sizes.get(result.mode)
+    what = f"{result.mode.value}_batch_size"
+    if given is None:
+        return (
+            f"the input function batches by `{result.code}`, not params['batch_size'], and "
+            f"the TPUEstimator has no {what}: pass {what}={result.code} to it and batch by "
+            "params['batch_size'] by hand"
+        )
+    return (
+        f"the input function batches by `{result.code}`, not params['batch_size'] (the "
+        f"TPUEstimator's {what} is `{given}`, which it shards per core on TPU): batch by "
+        "params['batch_size'] by hand"
+    )
 
 
 def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.BaseExpression:
