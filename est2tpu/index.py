@@ -36,6 +36,7 @@ class InputFnPlan:
     needs_params: bool = False  # TPUEstimator calls it directly: it must accept `params`
     batch_to_params: bool = False  # its `.batch(E)` reads params["batch_size"] instead
     committed: bool = False  # used with an Estimator that becomes a TPUEstimator
+    feeds_tpu: bool = False  # used with a TPUEstimator: one made now, or one the project has
     direct: bool = False  # the Estimator calls it itself (so it may take `mode` too)
     problems: list[str] = field(default_factory=list)
     # the batch size it used, valid anywhere (a literal): what the project's own direct

@@ -729,6 +729,9 @@ class _UseCollector(_Scoped):
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             self.ctor_scope = ctor[1] if ctor is not None else None
             self.ctor_path = ctor[0] if ctor is not None else None
+            if plan is not None and (plan.convert or (plan.tpu and mode not in plan.off_tpu)):
+                # Whether or not its input can be rewritten, this call runs a TPUEstimator.
+                site.tpu = True
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
             commit = plan is not None and (
                 plan.convert
@@ -742,9 +745,6 @@ class _UseCollector(_Scoped):
                     and plan.tpu_batch_sizes.get(mode) == result.code
                 )
             )
-            if plan is not None and (plan.convert or (plan.tpu and mode not in plan.off_tpu)):
-                # Whether or not its input can be rewritten, this call runs a TPUEstimator.
-                site.tpu = True
             if commit and result is not None and not result.portable:
                 site.problems.append(_not_at_ctor(result))
                 commit = False
@@ -892,6 +892,7 @@ class _UseCollector(_Scoped):
         site.lacks_params = "params" not in (
             param_names(via_lambda) if via_lambda is not None else fn_params
         )
+        plan.feeds_tpu = plan.feeds_tpu or site.tpu or commit
         if commit:
             plan.committed = True
             site.tpu = True
@@ -1072,7 +1073,7 @@ class _UseCollector(_Scoped):
                 "it `lambda params: ...` and pass params (with 'batch_size') to both by hand"
             )
             return None
-        inner = UseSite()
+        inner = UseSite(tpu=site.tpu)
         result = self.analyse_input_fn(lam, mode, inner, commit, depth + 1)
         site.problems.extend(inner.problems)
         site.tpu = site.tpu or inner.tpu
