@@ -463,6 +463,9 @@ class _UseCollector(_Scoped):
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression, int]] = []
         self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
         self.tande: list[tuple[CallKey, str | None, str, int]] = []  # train_and_evaluate
+        # specs project functions return to a train_and_evaluate here: (the spec's site key,
+        # TrainSpec/EvalSpec, the function, the estimator's name, scope, position)
+        self.helper_specs: list[tuple[tuple[str, str, str], str, str, str, str, int]] = []
         self.lambda_scopes: dict[int, str] = {}  # id(lambda assigned to a name) -> its scope
 
     def collect(self) -> None:
@@ -490,7 +493,46 @@ class _UseCollector(_Scoped):
                     "params-aware versions in est2tpu.runtime, which --no-runtime forbids"
                 )
 
+    def helper_spec(
+        self, arg: cst.BaseExpression, spec_var: str | None, est_name: str, mode: Mode
+    ) -> None:
+        """A TrainSpec/EvalSpec a project function builds and returns (`train_spec =
+        inputs.get_train_spec(path, args.batch_size)`): est2tpu does not follow it, so its
+        input function's batch size reaches no TPUEstimator; the spec says so."""
+        made = self.lookup(self.values, spec_var) if spec_var is not None else arg
+        if not isinstance(made, cst.Call):
+            return
+        helper = self.ix.resolve_fn(self.src, self.here, made.func)
+        returned = _returned_call(self.ix.fn(helper)) if helper is not None else None
+        if helper is None or returned is None:
+            return
+        owner = self.ix.modules[helper[0]]
+        name = owner.imports.tf_name(returned.func)
+        if name not in SPEC_CTORS or Mode(SPEC_CTORS[name]) is not mode:
+            return
+        key = (helper[0], helper[1], self.code(returned))
+        spec = name.rpartition(".")[2]
+        self.helper_specs.append((key, spec, self.code(made.func), est_name, self.here, self.seq))
+
     def finish(self) -> None:
+        for site_key, spec, helper, holder, scope, seq in self.helper_specs:
+            saved, self.scope = self.scope, scope.split(".") if scope else []
+            self.seq = seq
+            try:
+                ctor = self.estimator_of(holder)
+            finally:
+                self.scope = saved
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
+            if plan is None or not (plan.convert or plan.tpu):
+                continue
+            size = "train_batch_size" if spec == "TrainSpec" else "eval_batch_size"
+            self.ix.index.use_sites.setdefault(site_key, UseSite()).problems.append(
+                f"this {spec} reaches train_and_evaluate through `{helper}(...)`, which "
+                "est2tpu does not follow: its input function's batch size reaches no "
+                "TPUEstimator (it trains on CPU, fails on TPU); pass "
+                f"{size}=<that batch size> to the TPUEstimator and batch by "
+                "params['batch_size'] in the input function by hand"
+            )
         for key, est_name, scope, seq in self.tande:
             saved, self.scope = self.scope, scope.split(".") if scope else []
             self.seq = seq
@@ -672,6 +714,8 @@ class _UseCollector(_Scoped):
                 mode = Mode.TRAIN if kw == "train_spec" else Mode.EVAL
                 if spec is not None:
                     spec_call = spec[1]
+                elif spec_call is not None or spec_var is not None:
+                    self.helper_spec(arg.value, spec_var, est_name, mode)
                 if spec_call is not None:
                     fn_arg = call_arg(spec_call, "input_fn", 0)
                     if fn_arg is not None:
