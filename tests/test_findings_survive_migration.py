@@ -98,6 +98,29 @@ tf.estimator.train_and_evaluate(
     tf.estimator.EvalSpec(eval_input, steps=None),
 )
 """,
+    # The TrainSpec comes from a function: its batch size reaches no TPUEstimator.
+    "spec_helper_task.py": """\
+import tensorflow as tf
+
+from trainer import model
+
+
+def make_input_fn(pattern, batch_size):
+    def _input_fn():
+        return tf.data.TFRecordDataset(tf.io.gfile.glob(pattern)).repeat().batch(batch_size)
+
+    return _input_fn
+
+
+def get_train_spec(batch_size):
+    return tf.estimator.TrainSpec(make_input_fn("train*", batch_size), max_steps=5)
+
+
+def main(batch_size):
+    estimator = tf.estimator.Estimator(model_fn=model.model_fn)
+    eval_spec = tf.estimator.EvalSpec(make_input_fn("eval*", 32), steps=2)
+    tf.estimator.train_and_evaluate(estimator, get_train_spec(batch_size), eval_spec)
+""",
 }
 
 # What the first run cannot fix, and therefore must still say after the migration.
@@ -107,6 +130,7 @@ EXPECTED = Counter(
         ("TPU005", "trainer/task.py", "EvalSpec(steps=None): TPU evaluation cannot stop"): 1,
         ("TPU005", "trainer/task.py", "evaluate() without steps: TPU evaluation cannot"): 1,
         ("TPU005", "premade_task.py", "EvalSpec(steps=None): TPU evaluation cannot stop"): 1,
+        ("TPU005", "spec_helper_task.py", "this TrainSpec reaches train_and_evaluate"): 1,
     }
 )
 
