@@ -136,6 +136,8 @@ class InputFnBatchSize(Rule):
         ]
         if not made:
             return fn
+        # name the iterator's making, not the get_next() that wraps it
+        made.sort(key=lambda c: not (_iterator_method(self, c) or "").startswith("make_"))
         found = _one_shot_return(self, original_node)
         if found is None:
             self.refuse(
