@@ -161,8 +161,13 @@ class InputFnBatchSize(Rule):
             def leave_SimpleStatementLine(
                 self, o: cst.SimpleStatementLine, u: cst.SimpleStatementLine
             ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
-                if assign is not None and o.deep_equals(assign):
+                if assign is None:
+                    return u
+                if o.deep_equals(assign):
                     return cst.RemoveFromParent()
+                if len(o.body) == 1 and o.body[0].deep_equals(ret):
+                    # the blank lines and comments above the iterator stay above the return
+                    return u.with_changes(leading_lines=[*assign.leading_lines, *u.leading_lines])
                 return u
 
         self.record(original_node, "input function returns its dataset, not iterator tensors")
