@@ -36,6 +36,7 @@ class InputFnPlan:
     needs_params: bool = False  # TPUEstimator calls it directly: it must accept `params`
     batch_to_params: bool = False  # its `.batch(E)` reads params["batch_size"] instead
     committed: bool = False  # used with an Estimator that becomes a TPUEstimator
+    feeds_tpu: bool = False  # used with a TPUEstimator: one made now, or one the project has
     direct: bool = False  # the Estimator calls it itself (so it may take `mode` too)
     problems: list[str] = field(default_factory=list)
     # the batch size it used, valid anywhere (a literal): what the project's own direct
@@ -49,6 +50,8 @@ class BatchSize:
     mode: Mode
     code: str  # expression text, valid at the constructor
     portable: bool  # True when `code` is a literal or defined where the constructor is
+    # the input function batches by params["batch_size"] already; `code` is the size it had
+    from_params: bool = False
 
 
 @dataclass
@@ -68,6 +71,8 @@ class CtorPlan:
     # modes whose input functions read params["batch_size"] already, of unknown size
     unsized_modes: set[Mode] = field(default_factory=set)
     tpu_batch_sizes: dict[Mode, str] = field(default_factory=dict)  # an existing TPUEstimator's
+    # modes an existing TPUEstimator never runs on a TPU (use_tpu=False, eval_on_tpu=False)
+    off_tpu: set[Mode] = field(default_factory=set)
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:
@@ -96,6 +101,10 @@ class UseSite:
     # its input function reads params["batch_size"] already, and its size is not known
     unsized: bool = False
     lacks_params: bool = False  # the input_fn as passed takes no `params`
+    # its input is the shim's numpy/pandas input function, which knows its length
+    sized_input: bool = False
+    # or the arrays a `from_tensor_slices` input function reads, once each: valid here
+    examples_code: str | None = None
     problems: list[str] = field(default_factory=list)
 
 
@@ -118,6 +127,9 @@ class SourceModule:
     text: str = ""
     defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     constants: dict[str, int] = field(default_factory=dict)
+    # names the module itself binds by assignments: how many (a name bound once at module
+    # level, `EVAL_SEQUENCES = N // 4`, `FLAGS = flags.FLAGS`, holds one value for the run)
+    module_assigns: dict[str, int] = field(default_factory=dict)
     run_config_vars: set[str] = field(default_factory=set)  # names assigned a RunConfig(...)
 
 
@@ -142,6 +154,9 @@ class ProjectIndex:
     model_fn_helpers: set[FnKey] = field(default_factory=set)
     # (path, scope, call code) -> a direct call of an input function that gains `params`
     direct_calls: dict[tuple[str, str, str], DirectCall] = field(default_factory=dict)
+    # (path, scope, lambda code) -> how an input_fn lambda bound to a name (`train_input =
+    # lambda: input_fn(...)`, passed as `TrainSpec(train_input)`) takes params, where it is bound
+    bound_lambdas: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

@@ -4,6 +4,7 @@ and the calls that use them."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 from typing import TypeVar
@@ -88,7 +89,12 @@ class _DefCollector(_Scoped):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     self.src.run_config_vars.add(t.target.value)
-        if self.scope or len(node.targets) != 1:
+        if self.scope:
+            return
+        for t in node.targets:
+            for name in _target_names(t.target):
+                self.src.module_assigns[name] = self.src.module_assigns.get(name, 0) + 1
+        if len(node.targets) != 1:
             return
         target = node.targets[0].target
         if isinstance(target, cst.Name) and isinstance(node.value, cst.Integer):
@@ -100,6 +106,12 @@ class _DefCollector(_Scoped):
         for small in node.body:
             if isinstance(small, cst.Assign):
                 self.assign(small)
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and not self.scope:
+                for name in _target_names(small.target):
+                    self.src.module_assigns[name] = self.src.module_assigns.get(name, 0) + 1
+            elif isinstance(small, cst.Global):
+                for item in small.names:  # rebound by a function: not one value for the run
+                    self.src.module_assigns[item.name.value] = 2
             elif isinstance(small, cst.ImportFrom):
                 self.import_from(small)
         return False
@@ -119,6 +131,155 @@ class _DefCollector(_Scoped):
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 bound = alias.asname.name.value
             self.src.relative[bound] = ".".join([*base, name])
+
+
+def _chained_factory_call(ix: Indexer, factory: FnKey, call: cst.Call) -> cst.Call | None:
+    """The call a module-level factory returns, of another project function, with the
+    factory's parameters replaced by what `call` passes (or their defaults)."""
+    if "." in factory[1]:
+        return None
+    fn = ix.fn(factory)
+    returned = _returned_call(fn)
+    src = ix.modules[factory[0]]
+    if returned is None or ix.resolve_fn(src, "", returned.func) is None:
+        return None
+    star = isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None
+    if star or any(a.star for a in call.args):
+        return None
+    bound = _bind(fn, call)
+    values: dict[str, cst.BaseExpression] = {}
+    for name in param_names(fn):
+        value = bound.get(name, _default(fn, name))
+        if value is not None:
+            values[name] = value
+    locals_ = _assigned_in(fn)
+    missing: list[str] = []
+
+    class Substitute(cst.CSTTransformer):
+        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+            if original_node.value in values:
+                return values[original_node.value]
+            if original_node.value in locals_ or original_node.value in param_names(fn):
+                missing.append(original_node.value)
+            return updated_node
+
+        def leave_Attribute(
+            self, original_node: cst.Attribute, updated_node: cst.Attribute
+        ) -> cst.Attribute:
+            return updated_node.with_changes(attr=original_node.attr)
+
+        def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+            return updated_node.with_changes(keyword=original_node.keyword)
+
+    result = returned.visit(Substitute())
+    if missing or not isinstance(result, cst.Call):
+        return None  # reads the factory's own locals: not expressible at the call site
+    return result
+
+
+def _subscript_head(expr: cst.BaseExpression) -> str:
+    """The name a chain of constant subscripts and attributes starts from, or ""."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        if isinstance(expr, cst.Subscript) and not all(
+            isinstance(e.slice, cst.Index)
+            and isinstance(e.slice.value, (cst.SimpleString, cst.Integer))
+            for e in expr.slice
+        ):
+            return ""
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
+
+
+# Dataset methods that neither drop, add nor repeat examples (a `.repeat(1)` aside).
+_ONE_PASS_METHODS = frozenset(
+    {"map", "batch", "shuffle", "prefetch", "cache", "make_one_shot_iterator", "get_next"}
+)
+
+
+def _one_pass_over(src: SourceModule, fn: cst.FunctionDef) -> str | None:
+    """The code of the arrays an input function yields each example of exactly once
+    (`Dataset.from_tensor_slices(EVAL)...batch(...)`, EVAL bound once at module level), or
+    None: then nothing tells how many examples an evaluation reads."""
+    source: cst.BaseExpression | None = None
+    for call in iter_calls(fn, into_defs=False):
+        name = src.imports.tf_name(call.func) or ""
+        if name == "data.Dataset.from_tensor_slices" and source is None and call.args:
+            source = call.args[0].value
+            continue
+        if name == "data.make_one_shot_iterator":
+            continue
+        if not isinstance(call.func, cst.Attribute):
+            return None
+        method = call.func.attr.value
+        once = (
+            method == "repeat"
+            and len(call.args) == 1
+            and isinstance(call.args[0].value, cst.Integer)
+            and call.args[0].value.value == "1"
+        )
+        if method not in _ONE_PASS_METHODS and not once:
+            return None
+    if source is None:
+        return None
+    names: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.append(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            return False
+
+    walk(source, V())
+    plain = isinstance(source, (cst.Name, cst.Tuple, cst.Dict))
+    locals_ = _assigned_in(fn) | set(param_names(fn))
+    if not plain or not names or any(n in locals_ or src.module_assigns.get(n) != 1 for n in names):
+        return None
+    return node_code(source)
+
+
+def _names_in(code: str) -> set[str]:
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    walk(cst.parse_expression(code), V())
+    return names
+
+
+def _is_get_next(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
+
+
+def _assigned_in(fn: cst.FunctionDef) -> set[str]:
+    """Names a function binds by assignment (its locals, nested defs aside)."""
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(_target_names(node.target))
+
+    walk(fn, V())
+    return names
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    return []
 
 
 class Indexer:
@@ -143,6 +304,7 @@ class Indexer:
         self.metric_fns: set[FnKey] = set()  # add_metrics' metric_fns: part of a model_fn
         # Estimators built with a parameter of the function that builds them as model_fn
         self.builder_params: list[tuple[_UseCollector, cst.Call, CtorPlan, FnKey, str]] = []
+        self.collectors: dict[str, _UseCollector] = {}  # by module path, while building
 
     @staticmethod
     def source(
@@ -246,6 +408,7 @@ class Indexer:
 
     def build(self) -> ProjectIndex:
         collectors = [_UseCollector(self, src) for src in self.modules.values()]
+        self.collectors = {c.src.path: c for c in collectors}
         for collector in collectors:
             collector.collect()
         self.bind_builders(collectors)
@@ -371,9 +534,14 @@ class _UseCollector(_Scoped):
         self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
         self.tande: list[tuple[CallKey, str | None, str, int]] = []  # train_and_evaluate
         self.call_seq: dict[int, int] = {}  # id(call of a project function, maybe) -> position
+        # specs project functions return to a train_and_evaluate here: (the spec's site key,
+        # TrainSpec/EvalSpec, the function, the estimator's name, scope, position)
+        self.helper_specs: list[tuple[tuple[str, str, str], str, str, str, str, int]] = []
+        self.lambda_scopes: dict[int, str] = {}  # id(lambda assigned to a name) -> its scope
 
     def collect(self) -> None:
-        if self.src.imports.uses(self.src.text, *USE_NAMES):
+        shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
+        if shim or self.src.imports.uses(self.src.text, *USE_NAMES):
             walk(self.src.module, self)
 
     def refuse_shim_only_uses(self) -> None:
@@ -394,7 +562,46 @@ class _UseCollector(_Scoped):
                     "params-aware versions in est2tpu.runtime, which --no-runtime forbids"
                 )
 
+    def helper_spec(
+        self, arg: cst.BaseExpression, spec_var: str | None, est_name: str, mode: Mode
+    ) -> None:
+        """A TrainSpec/EvalSpec a project function builds and returns (`train_spec =
+        inputs.get_train_spec(path, args.batch_size)`): est2tpu does not follow it, so its
+        input function's batch size reaches no TPUEstimator; the spec says so."""
+        made = self.lookup(self.values, spec_var) if spec_var is not None else arg
+        if not isinstance(made, cst.Call):
+            return
+        helper = self.ix.resolve_fn(self.src, self.here, made.func)
+        returned = _returned_call(self.ix.fn(helper)) if helper is not None else None
+        if helper is None or returned is None:
+            return
+        owner = self.ix.modules[helper[0]]
+        name = owner.imports.tf_name(returned.func)
+        if name not in SPEC_CTORS or Mode(SPEC_CTORS[name]) is not mode:
+            return
+        key = (helper[0], helper[1], self.code(returned))
+        spec = name.rpartition(".")[2]
+        self.helper_specs.append((key, spec, self.code(made.func), est_name, self.here, self.seq))
+
     def finish(self) -> None:
+        for site_key, spec, helper, holder, scope, seq in self.helper_specs:
+            saved, self.scope = self.scope, scope.split(".") if scope else []
+            self.seq = seq
+            try:
+                ctor = self.estimator_of(holder)
+            finally:
+                self.scope = saved
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
+            if plan is None or not (plan.convert or plan.tpu):
+                continue
+            size = "train_batch_size" if spec == "TrainSpec" else "eval_batch_size"
+            self.ix.index.use_sites.setdefault(site_key, UseSite()).problems.append(
+                f"this {spec} reaches train_and_evaluate through `{helper}(...)`, which "
+                "est2tpu does not follow: its input function's batch size reaches no "
+                "TPUEstimator (it trains on CPU, fails on TPU); pass "
+                f"{size}=<that batch size> to the TPUEstimator and batch by "
+                "params['batch_size'] in the input function by hand"
+            )
         for key, est_name, scope, seq in self.tande:
             saved, self.scope = self.scope, scope.split(".") if scope else []
             self.seq = seq
@@ -417,6 +624,8 @@ class _UseCollector(_Scoped):
             node.value, (cst.Call, cst.Lambda)
         ):
             self.bind(self.values, node.targets[0].target.value, node.value)
+            if isinstance(node.value, cst.Lambda):
+                self.lambda_scopes[id(node.value)] = self.here
         if not isinstance(node.value, cst.Call):
             return
         target = dotted(node.targets[0].target)
@@ -518,6 +727,16 @@ class _UseCollector(_Scoped):
             if metric_fn is not None:
                 self.ix.metric_fns.add(metric_fn)
             return
+        shim = self.shim_name(node.func) if name is None else None
+        if shim == "train_and_evaluate":
+            name = "estimator.train_and_evaluate"  # the loop a first run wrote: same specs
+        elif shim is not None and (shim == "model_to_estimator" or shim.startswith("premade.")):
+            # A TPUEstimator a first run built (the Keras or premade builder): its input
+            # functions are held to what TPUEstimator needs, as the original's were.
+            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan.tpu = True
+            self.tpu_ctor(node, plan)
+            return
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.premade = True
@@ -546,11 +765,9 @@ class _UseCollector(_Scoped):
                 plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
             config = call_arg(node, "config", 2)
             plan.config_is_run_config = config is not None and self.is_run_config(config.value)
-            for mode in Mode if plan.tpu else ():
-                size = call_arg(node, f"{mode.value}_batch_size", None)
-                if size is not None:
-                    plan.tpu_batch_sizes[mode] = self.code(size.value)
-            if not plan.tpu:
+            if plan.tpu:
+                self.tpu_ctor(node, plan)
+            else:
                 plan.refusal = self.ctor_refusal(node, plan)
                 plan.convert = plan.refusal is None
             return
@@ -575,6 +792,8 @@ class _UseCollector(_Scoped):
                 mode = Mode.TRAIN if kw == "train_spec" else Mode.EVAL
                 if spec is not None:
                     spec_call = spec[1]
+                elif spec_call is not None or spec_var is not None:
+                    self.helper_spec(arg.value, spec_var, est_name, mode)
                 if spec_call is not None:
                     fn_arg = call_arg(spec_call, "input_fn", 0)
                     if fn_arg is not None:
@@ -634,6 +853,22 @@ class _UseCollector(_Scoped):
                 return _returned_def(self.ix, factory)
         return None
 
+    def shim_name(self, func: cst.BaseExpression) -> str | None:
+        """`premade.DNNClassifier` for `tpu_runtime.premade.DNNClassifier`, and so on."""
+        qualified = self.src.imports.qualify(func) or ""
+        return qualified[len(SHIM) :] if qualified.startswith(SHIM) else None
+
+    def tpu_ctor(self, node: cst.Call, plan: CtorPlan) -> None:
+        """What an existing TPUEstimator construction says about its input functions."""
+        for mode in Mode:
+            size = call_arg(node, f"{mode.value}_batch_size", None)
+            if size is not None:
+                plan.tpu_batch_sizes[mode] = self.code(size.value)
+        for keyword, modes in (("use_tpu", set(Mode)), ("eval_on_tpu", {Mode.EVAL})):
+            arg = call_arg(node, keyword, None)
+            if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False":
+                plan.off_tpu |= modes
+
     # -- one use of an input function --------------------------------------------------
 
     def use(
@@ -655,6 +890,9 @@ class _UseCollector(_Scoped):
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             self.ctor_scope = ctor[1] if ctor is not None else None
             self.ctor_path = ctor[0] if ctor is not None else None
+            if plan is not None and (plan.convert or (plan.tpu and mode not in plan.off_tpu)):
+                # Whether or not its input can be rewritten, this call runs a TPUEstimator.
+                site.tpu = True
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
             commit = plan is not None and (
                 plan.convert
@@ -669,11 +907,19 @@ class _UseCollector(_Scoped):
                 )
             )
             if commit and result is not None and not result.portable:
-                site.problems.append(
-                    f"the batch size `{result.code}` is not defined where the Estimator is "
-                    "built; pass train/eval/predict_batch_size to the TPUEstimator by hand"
-                )
+                site.problems.append(_not_at_ctor(result))
                 commit = False
+            elif (
+                plan is not None
+                and plan.tpu
+                and mode not in plan.off_tpu
+                and not commit
+                and result is not None
+                and not result.from_params
+            ):
+                # A TPUEstimator the project has (or a first run made) whose input function
+                # still batches by a size of its own: what the original's refusal said holds.
+                site.problems.append(_batch_not_from_params(plan, result))
             if commit:
                 self.analyse_input_fn(input_fn, mode, site, commit=True)
                 if site.unsized and plan is not None:
@@ -699,12 +945,7 @@ class _UseCollector(_Scoped):
         ):
             value = self.lookup(self.values, expr.value)
             if isinstance(value, cst.Lambda):
-                # The rewrite of a lambda happens where it is passed, not where it is bound.
-                site.problems.append(
-                    f"input_fn `{expr.value}` holds a lambda; pass the lambda itself, or make "
-                    "it `lambda params: ...` and pass params['batch_size'] on by hand"
-                )
-                return None
+                return self.bound_lambda(expr.value, value, mode, site, commit, depth)
             if value is not None:
                 return self.analyse_input_fn(value, mode, site, commit, depth + 1)
         bindings: dict[str, cst.BaseExpression] = {}
@@ -716,6 +957,7 @@ class _UseCollector(_Scoped):
         if numpy_call is not None:
             if commit:
                 site.tpu = True
+                site.sized_input = True
                 self.ix.index.numpy_inputs.add(self.node_keys[id(numpy_call)])
             name = self.src.imports.tf_name(numpy_call.func)
             site.lacks_params = name is not None
@@ -741,6 +983,13 @@ class _UseCollector(_Scoped):
                 site.problems.append("the input_fn lambda does not call a function")
                 return None
             target_key = self.ix.resolve_fn(self.src, self.here, body.func)
+            if target_key is None and _is_get_next(body):
+                site.problems.append(
+                    "the input_fn lambda returns tensors from an iterator (`get_next()`): "
+                    "TPUEstimator on TPU needs the tf.data.Dataset itself, batched by "
+                    "params['batch_size']; make it `lambda params: <the dataset>` by hand"
+                )
+                return None
             if target_key is None:
                 site.problems.append(
                     "the function the input_fn lambda calls is not defined in this project"
@@ -769,6 +1018,19 @@ class _UseCollector(_Scoped):
                 return None
             else:
                 inner = _returned_def(self.ix, factory)
+                numpy_made = _returned_numpy_call(self.ix, factory) if inner is None else None
+                if numpy_made is not None:
+                    return self.numpy_factory(factory, numpy_made, expr, mode, site, commit)
+                chained = (
+                    _chained_factory_call(self.ix, factory, expr)
+                    if inner is None and factory[0] == self.src.path and depth < 4
+                    else None
+                )
+                if chained is not None:
+                    # `def make(pattern, params): return inputs.get_input_fn(pattern,
+                    # batch_size=params.batch_size)`: the factory it calls, with this call
+                    # site's arguments in place of make's parameters.
+                    return self.analyse_input_fn(chained, mode, site, commit, depth + 1)
                 if inner is None:
                     site.problems.append(
                         "the input_fn factory does not return a function defined inside it"
@@ -791,6 +1053,7 @@ class _UseCollector(_Scoped):
         site.lacks_params = "params" not in (
             param_names(via_lambda) if via_lambda is not None else fn_params
         )
+        plan.feeds_tpu = plan.feeds_tpu or site.tpu or commit
         if commit:
             plan.committed = True
             site.tpu = True
@@ -798,13 +1061,19 @@ class _UseCollector(_Scoped):
         if via_lambda is None:
             plan.needs_params = True
             plan.direct = True
+            if commit and mode is Mode.EVAL and target_key[0] == self.src.path:
+                examples = _one_pass_over(self.src, fn)
+                # read again where evaluate() is called: the module's names, not a local's
+                user = self.src.defs.get(self.here)
+                shadowed = (
+                    _assigned_in(user) | set(param_names(user)) if user is not None else set()
+                )
+                if examples is not None and not shadowed & _names_in(examples):
+                    site.examples_code = examples
         calls = batch_calls(fn)
         if len(calls) != 1:
             if not calls:
-                plan.problems.append(
-                    "no `.batch(...)` call found in the input function; TPUEstimator needs "
-                    "a static batch of params['batch_size']"
-                )
+                plan.problems.append(_why_unbatched(self.ix, target_key))
             else:
                 plan.problems.append(
                     "more than one `.batch(...)` call in the input function; rewrite the "
@@ -824,10 +1093,12 @@ class _UseCollector(_Scoped):
                 return None  # the lambda passes params on: it was migrated with it
             spare = _unread_params(self.ix.fn(holder))
             if len(spare) == 1 and spare[0] in bindings:
-                return self.batch_from_call_site(mode, bindings[spare[0]])
+                found = self.batch_from_call_site(mode, bindings[spare[0]])
+                return dataclasses.replace(found, from_params=True)
             default = _default(self.ix.fn(holder), spare[0]) if len(spare) == 1 else None
             if default is not None and int_literal(default):
-                return BatchSize(mode, self.code_of(self.ix.modules[holder[0]], default), True)
+                code = self.code_of(self.ix.modules[holder[0]], default)
+                return BatchSize(mode, code, True, from_params=True)
             if commit:
                 site.unsized = True
             return None
@@ -866,11 +1137,112 @@ class _UseCollector(_Scoped):
                 if owner_src.path == self.src.path:
                     return BatchSize(mode, name, True)
                 return BatchSize(mode, str(owner_src.constants[name]), True)
+        head = (dotted(size) or "").partition(".")[0]
+        if (
+            head
+            and head not in fn_params
+            and head not in _assigned_in(fn)
+            and owner_src.module_assigns.get(head) == 1
+        ):
+            # A module-level value bound once (`EVAL_SEQUENCES = N // 4`, `FLAGS.batch_size`
+            # with `FLAGS = flags.FLAGS`): the same value where the Estimator is built, if
+            # that is in this module.
+            self.forward_params(plan, site, via_lambda, commit)
+            return BatchSize(mode, self.code_of(owner_src, size), owner_src.path == self.ctor_path)
         plan.problems.append(
             f"the batch size `{self.code_of(owner_src, size)}` is not a literal, a module "
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
         return None
+
+    def numpy_factory(
+        self,
+        factory: FnKey,
+        numpy_call: cst.Call,
+        call: cst.Call,
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+    ) -> BatchSize | None:
+        """A project function that returns a numpy_input_fn/pandas_input_fn call
+        (`def make_input(x, y, batch_size=64): return numpy_input_fn(x, y, batch_size=...)`)
+        is called for the input_fn: the call inside it becomes the shim's params-aware one
+        and its batch size, as this call site sets it, moves to the TPUEstimator."""
+        owner = self.ix.modules[factory[0]]
+        key = self.ix.collectors[factory[0]].node_keys.get(id(numpy_call))
+        name = owner.imports.tf_name(numpy_call.func)
+        if name is None and (owner.imports.qualify(numpy_call.func) or "").startswith(
+            SHIM + "tf2."
+        ):
+            name = "estimator.inputs.numpy_input_fn"  # the tf2 shim's: the same arguments
+        if key is None or name is None:
+            # The tpu-estimator shim's own (code migrated before): it batches by
+            # params["batch_size"]; the TPUEstimator has the size.
+            return None
+        fn = self.ix.fn(factory)
+        size = call_arg(numpy_call, "batch_size", NUMPY_INPUTS[name])
+        batch: BatchSize | None
+        if size is None:
+            batch = BatchSize(mode, DEFAULT_NUMPY_BATCH, True)
+        elif int_literal(size.value):
+            batch = BatchSize(mode, self.code_of(owner, size.value), True)
+        elif isinstance(size.value, cst.Name) and size.value.value in param_names(fn):
+            bound = _bind(fn, call).get(size.value.value)
+            default = _default(fn, size.value.value)
+            if bound is not None:
+                batch = self.batch_from_call_site(mode, bound)
+            elif default is not None and int_literal(default):
+                batch = BatchSize(mode, self.code_of(owner, default), True)
+            elif isinstance(default, cst.Name) and default.value in owner.constants:
+                same = owner.path == self.src.path
+                text = default.value if same else str(owner.constants[default.value])
+                batch = BatchSize(mode, text, True)
+            else:
+                batch = None
+        else:
+            batch = None
+        if batch is None:
+            site.problems.append(
+                f"the numpy/pandas input function made by `{factory[1]}` batches by "
+                f"`{self.code_of(owner, size.value) if size else ''}`, which this call "
+                "site does not set; pass the batch size to the TPUEstimator by hand"
+            )
+            return None
+        site.lacks_params = True
+        if commit:
+            site.tpu = True
+            site.sized_input = True
+            self.ix.index.numpy_inputs.add(key)
+        return batch
+
+    def bound_lambda(
+        self,
+        name: str,
+        lam: cst.Lambda,
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+        depth: int,
+    ) -> BatchSize | None:
+        """An input_fn name bound to a lambda: the lambda takes `params` where it is bound,
+        as it would where it is passed."""
+        scope = self.lambda_scopes.get(id(lam))
+        called = any(dotted(call.func) == name for _, call in self.calls)
+        if scope is None or called:
+            site.problems.append(
+                f"input_fn `{name}` holds a lambda that the program also calls itself; make "
+                "it `lambda params: ...` and pass params (with 'batch_size') to both by hand"
+            )
+            return None
+        inner = UseSite(tpu=site.tpu)
+        result = self.analyse_input_fn(lam, mode, inner, commit, depth + 1)
+        site.problems.extend(inner.problems)
+        site.tpu = site.tpu or inner.tpu
+        site.lacks_params = inner.lacks_params
+        site.unsized = site.unsized or inner.unsized
+        if inner.lambda_params:
+            self.ix.index.bound_lambdas[(self.src.path, scope, self.code(lam))] = inner
+        return result
 
     def leave_Return(self, original_node: cst.Return) -> None:
         if not self.here or self.here not in self.src.defs:
@@ -949,8 +1321,8 @@ class _UseCollector(_Scoped):
 
     def numpy_input(self, expr: cst.BaseExpression) -> tuple[cst.Call | None, str]:
         """A numpy_input_fn/pandas_input_fn call used as the input_fn, and its scope."""
-        if isinstance(expr, cst.Call) and self.src.imports.tf_name(expr.func) in NUMPY_INPUTS:
-            return expr, self.here
+        if isinstance(expr, cst.Call) and call_kind(self.src.imports, expr.func) == "numpy":
+            return expr, self.here  # TensorFlow's, or the shim's (migrated before)
         if isinstance(expr, cst.Name):
             hit = self.lookup(self.numpy_inputs, expr.value)
             if hit is not None:
@@ -974,12 +1346,14 @@ class _UseCollector(_Scoped):
         """A batch size passed at the use site: portable if it is a literal, or a name
         bound at module level or in the function where the call (and the Estimator) is."""
         text = self.code(expr)
+        if is_params_batch_size(expr):  # a lambda migrated before passes it on
+            return BatchSize(mode, text, True, from_params=True)
         if int_literal(expr):
             return BatchSize(mode, text, True)
         parts = (dotted(expr) or "").split(".")
         if parts[0] in self.reach:
             return BatchSize(mode, ".".join([self.reach[parts[0]], *parts[1:]]), True)
-        head = parts[0]
+        head = parts[0] or _subscript_head(expr)  # `hparams["batch_size"]` reads hparams
         return BatchSize(mode, text, bool(head) and self.ctor_scope_knows(head))
 
     ctor_scope: str | None = None
@@ -1037,6 +1411,31 @@ def _class_in_scope(src: SourceModule, scope: list[str], name: str) -> str | Non
         if any(key.startswith(f"{candidate}.") for key in src.defs):
             return candidate
     return None
+
+
+def _not_at_ctor(result: BatchSize) -> str:
+    return (
+        f"the batch size `{result.code}` is not defined where the Estimator is built; pass "
+        "train/eval/predict_batch_size to the TPUEstimator by hand"
+    )
+
+
+def _batch_not_from_params(plan: CtorPlan, result: BatchSize) -> str:
+    if not result.portable:
+        return _not_at_ctor(result)  # the first run's words: a CI check repeats them
+    given = plan.tpu_batch_sizes.get(result.mode)
+    what = f"{result.mode.value}_batch_size"
+    if given is None:
+        return (
+            f"the input function batches by `{result.code}`, not params['batch_size'], and "
+            f"the TPUEstimator has no {what}: pass {what}={result.code} to it and batch by "
+            "params['batch_size'] by hand"
+        )
+    return (
+        f"the input function batches by `{result.code}`, not params['batch_size'] (the "
+        f"TPUEstimator's {what} is `{given}`, which it shards per core on TPU): batch by "
+        "params['batch_size'] by hand"
+    )
 
 
 def _unwrap_partial(collector: _UseCollector, expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -1122,6 +1521,162 @@ def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
         return None
     key = f"{factory[1]}.{returned[0]}"
     return (factory[0], key) if key in ix.modules[factory[0]].defs else None
+
+
+def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
+    """The numpy_input_fn/pandas_input_fn call a factory returns, directly or through a
+    local name bound only to it: its one return."""
+    fn = ix.fn(factory)
+    imports = ix.modules[factory[0]].imports
+    returned: list[cst.BaseExpression | None] = []
+    bound: dict[str, list[cst.BaseExpression]] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            returned.append(node.value)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    bound.setdefault(t.target.value, []).append(node.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                bound.setdefault(node.target.value, []).append(node.value)
+
+    walk(fn, V())
+    if len(returned) != 1:
+        return None
+    value = returned[0]
+    if isinstance(value, cst.Name) and len(bound.get(value.value, [])) == 1:
+        value = bound[value.value][0]
+    if isinstance(value, cst.Call) and call_kind(imports, value.func) == "numpy":
+        return value
+    return None
+
+
+# Batching outside `.batch(...)`: TF1 queue readers (they return tensors, and TPUEstimator
+# on TPU takes a tf.data.Dataset) and tf.data helpers that batch by an argument of their own.
+_QUEUE_BATCHING = frozenset(
+    {
+        "train.batch",
+        "train.shuffle_batch",
+        "train.batch_join",
+        "train.shuffle_batch_join",
+        "train.maybe_batch",
+        "train.maybe_shuffle_batch",
+        "contrib.learn.io.read_batch_features",
+        "contrib.learn.io.read_batch_examples",
+        "contrib.learn.read_batch_features",
+        "contrib.learn.read_batch_examples",
+    }
+)
+_QUEUE_METHODS = frozenset({"dequeue_many", "dequeue_up_to"})
+_DATASET_BATCHING = frozenset(
+    {
+        "data.experimental.make_csv_dataset",
+        "data.experimental.make_batched_features_dataset",
+        "data.experimental.map_and_batch",
+        "data.experimental.group_by_window",
+        "data.experimental.bucket_by_sequence_length",
+        "contrib.data.make_csv_dataset",
+        "contrib.data.make_batched_features_dataset",
+        "contrib.data.map_and_batch",
+        "contrib.data.group_by_window",
+        "contrib.data.bucket_by_sequence_length",
+        "contrib.data.sliding_window_batch",
+    }
+)
+_NO_BATCH = (
+    "TPUEstimator needs the input function to return a tf.data.Dataset batched by "
+    "params['batch_size'] (drop_remainder on TPU)"
+)
+
+
+def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = None) -> str:
+    """The refusal for an input function without `.batch(...)`: what it batches with."""
+    src = ix.modules[key[0]]
+    fn = ix.fn(key)
+    where = "the input function" if via is None else f"`{via}`, which the input function calls,"
+    iterator = False
+    for call in iter_calls(fn, into_defs=False):
+        name = src.imports.tf_name(call.func) or ""
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+        if name in _QUEUE_BATCHING or method in _QUEUE_METHODS:
+            return (
+                f"{where} batches with the queue-based `{name or method}`: {_NO_BATCH}; "
+                "rewrite it with tf.data by hand"
+            )
+        if name in _DATASET_BATCHING:
+            return (
+                f"{where} batches with `{name.rpartition('.')[2]}(...)`: {_NO_BATCH}; give "
+                "it params['batch_size'] and static batches on TPU by hand"
+            )
+        iterator = iterator or method == "get_next"
+        callee = ix.resolve_fn(src, key[1], call.func) if depth < 2 else None
+        if callee is not None and callee != key:
+            if batch_calls(ix.fn(callee)):
+                return (
+                    f"{where} batches inside `{callee[1]}`, a helper it calls: {_NO_BATCH}; "
+                    "give the helper the batch size from params by hand"
+                )
+            why = _why_unbatched(ix, callee, depth + 1, via or callee[1])
+            if why != _NOT_FOUND:
+                return why
+    if iterator:
+        return (
+            f"{where} returns tensors from an iterator (`get_next()`), with no `.batch(...)` "
+            f"of its own: {_NO_BATCH}; return the dataset itself"
+        )
+    returned = _returned_call(fn)
+    head = (dotted(returned.func) or "").partition(".")[0] if returned is not None else ""
+    # An imported function, or an object the input function does not make itself (a closure
+    # over a project object, `data.input_fn("train")`); never a dataset built in the body.
+    followable = head in src.imports.bindings or head in src.relative
+    outside = bool(head) and head not in _assigned_in(fn) and head not in param_names(fn)
+    if (
+        via is None
+        and returned is not None
+        and (followable or outside)
+        and not src.imports.tf_name(returned.func)
+    ):
+        return (
+            f"the input function has no `.batch(...)` of its own and returns what "
+            f"`{node_code(returned.func)}(...)` makes: {_NO_BATCH}; make that batch by "
+            "params['batch_size'] by hand"
+        )
+    return _NOT_FOUND
+
+
+def _returned_call(fn: cst.FunctionDef) -> cst.Call | None:
+    """The call a function returns, when it has one return and returns a call."""
+    returned: list[cst.BaseExpression | None] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            returned.append(node.value)
+
+    walk(fn, V())
+    value = returned[0] if len(returned) == 1 else None
+    return value if isinstance(value, cst.Call) else None
+
+
+_NOT_FOUND = (
+    "no `.batch(...)` call found in the input function; TPUEstimator needs "
+    "a static batch of params['batch_size']"
+)
 
 
 def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:

@@ -186,7 +186,11 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
     needed = [
         cid
         for cid, cand in enumerate(cands)
-        if cand.notebook is not None or cand.imports is None or _uses_estimator(state, cid)
+        if cand.notebook is not None
+        or cand.imports is None
+        or _uses_estimator(state, cid)
+        # code a first run migrated: its TPUEstimators and loops are the shim's
+        or _SHIM_IMPORT.search(cand.source) is not None
     ]
     for done, cid in enumerate(needed):
         if progress is not None:
@@ -286,6 +290,9 @@ def _inert(
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return False
     return True
+
+
+_SHIM_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+est2tpu\.runtime\b", re.MULTILINE)
 
 
 class _Superset(ImportTable):

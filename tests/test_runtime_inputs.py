@@ -200,3 +200,58 @@ def test_input_functions_match_the_originals_off_tpu_and_are_datasets_on_tpu() -
     assert report["pandas"] is not None, "pandas missing from the TF 2.15 environment"
     assert report["pandas"]["equal"]
     assert report["pandas"]["tpu"] == [[100, 101, 102, 103], [104, 105, 106, 107]]
+
+
+_EVAL_STEPS_PROBE = textwrap.dedent(
+    """
+    import json
+
+    import numpy as np
+    import pandas as pd
+    import tensorflow as tf
+
+    import est2tpu.runtime as tpu_runtime
+
+    def model_fn(features, labels, mode, params):
+        loss = tf.reduce_mean(tf.compat.v1.layers.dense(features["x"], 1))
+        return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+            mode, loss=loss, train_op=tf.no_op()
+        )
+
+    x = {"x": np.arange(10, dtype=np.float32).reshape(10, 1)}
+    one = tpu_runtime.numpy_input_fn(x, num_epochs=1, shuffle=False)
+    estimator = tf.compat.v1.estimator.tpu.TPUEstimator(
+        model_fn,
+        config=tf.compat.v1.estimator.tpu.RunConfig(),
+        use_tpu=False,
+        train_batch_size=4,
+        eval_batch_size=4,
+    )
+    print(json.dumps({
+        "one": one.num_examples,
+        "two": tpu_runtime.numpy_input_fn(x, num_epochs=2, shuffle=False).num_examples,
+        "endless": tpu_runtime.numpy_input_fn(x, num_epochs=None, shuffle=False).num_examples,
+        "pandas": tpu_runtime.pandas_input_fn(
+            pd.DataFrame({"x": [1.0, 2.0, 3.0]}), num_epochs=1, shuffle=False
+        ).num_examples,
+        "cpu_steps": tpu_runtime.eval_steps(estimator, one),
+        "plain_steps": tpu_runtime.eval_steps(tf.estimator.Estimator(model_fn), one),
+    }))
+    """
+)
+
+
+@pytest.mark.tf
+def test_eval_steps_are_the_originals_off_tpu() -> None:
+    """The shim's input functions know how many examples one pass yields; off TPU
+    `tpu_runtime.evaluate` gets steps=None, the original's evaluation to the end (the
+    numpy_input end-to-end project compares the metrics for equality)."""
+    report = _harness().run_tf_json(_EVAL_STEPS_PROBE)
+    assert report == {
+        "one": 10,
+        "two": 20,
+        "endless": None,
+        "pandas": 3,
+        "cpu_steps": None,
+        "plain_steps": None,
+    }

@@ -5,8 +5,16 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.batching import batch_calls, batch_size_arg, is_params_batch_size
-from est2tpu.cstutil import add_param, has_param, kwarg, params_subscript, walk, with_kwarg
-from est2tpu.index import Mode, node_code
+from est2tpu.cstutil import (
+    add_param,
+    has_param,
+    iter_calls,
+    kwarg,
+    params_subscript,
+    walk,
+    with_kwarg,
+)
+from est2tpu.index import Mode, UseSite, node_code
 from est2tpu.rule import FileState, Rule
 from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 
@@ -15,7 +23,8 @@ class InputFnBatchSize(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return cls.file_has_input_fn(state) or any(
-            path == state.path for path, _, _ in state.index.direct_calls
+            path == state.path
+            for path, _, _ in (*state.index.direct_calls, *state.index.bound_lambdas)
         )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -48,6 +57,8 @@ class InputFnBatchSize(Rule):
         calls = batch_calls(original_node)
         if len(calls) != 1:
             return fn
+        if plan.feeds_tpu:
+            fn = self._return_dataset(original_node, fn)
         target = calls[0]
         drop: cst.BaseExpression | None = None
         if plan.committed and plan.modes and Mode.PREDICT not in plan.modes:
@@ -110,6 +121,58 @@ class InputFnBatchSize(Rule):
         assert isinstance(result, cst.FunctionDef)
         return result
 
+    def _return_dataset(
+        self, original_node: cst.FunctionDef, fn: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        """A batched input function that returns `iterator.get_next()` of a one-shot iterator
+        over its dataset returns the dataset itself.
+
+        est2tpu's TPU RunConfig feeds the TPU PER_HOST_V2, which needs a tf.data.Dataset;
+        on CPU the Estimator makes the iterator over that dataset itself and sees the same
+        batches in the same order (a 20-step CPU run of both forms trains to equal weights).
+        """
+        made = [c for c in iter_calls(original_node) if _iterator_method(self, c) is not None]
+        if not made:
+            return fn
+        # name the iterator's making, not the get_next() that wraps it
+        made.sort(key=lambda c: not (_iterator_method(self, c) or "").startswith("make_"))
+        found = _one_shot_return(self, original_node)
+        if found is None:
+            self.refuse(
+                made[0],
+                f"the input function returns tensors from an iterator "
+                f"(`{_iterator_method(self, made[0])}(...)`, not exactly "
+                "`return <one-shot iterator over the dataset>.get_next()`): TPUEstimator's "
+                "PER_HOST_V2 input (est2tpu's TPU RunConfig) needs the tf.data.Dataset itself "
+                "on TPU; return the batched dataset by hand",
+            )
+            return fn
+        ret, dataset, assign = found
+
+        class ReturnDataset(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def leave_Return(self, o: cst.Return, u: cst.Return) -> cst.Return:
+                return u.with_changes(value=dataset) if o.deep_equals(ret) else u
+
+            def leave_SimpleStatementLine(
+                self, o: cst.SimpleStatementLine, u: cst.SimpleStatementLine
+            ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+                if assign is None:
+                    return u
+                if o.deep_equals(assign):
+                    return cst.RemoveFromParent()
+                if len(o.body) == 1 and o.body[0].deep_equals(ret):
+                    # the blank lines and comments above the iterator stay above the return
+                    return u.with_changes(leading_lines=[*assign.leading_lines, *u.leading_lines])
+                return u
+
+        self.record(original_node, "input function returns its dataset, not iterator tensors")
+        result = fn.visit(ReturnDataset())
+        assert isinstance(result, cst.FunctionDef)
+        return result
+
     def _on_tpu(self, fn: cst.FunctionDef) -> cst.BaseExpression:
         """True exactly when TPUEstimator runs this input function for a TPU.
 
@@ -142,6 +205,20 @@ class InputFnBatchSize(Rule):
             self.refuse(original_node, problem)
         if method == "evaluate" and site.tpu and kwarg(original_node, "steps") is None:
             positional = [a for a in original_node.args if a.keyword is None]
+            sized = site.sized_input or site.examples_code is not None
+            if len(positional) < 2 and sized and not site.problems:
+                # A numpy/pandas input knows its length, and so do the arrays a
+                # from_tensor_slices input reads once: on TPU the runtime counts the steps,
+                # elsewhere it evaluates to the end of the input, as before.
+                assert isinstance(updated_node.func, cst.Attribute)
+                self.record(original_node, "evaluate() steps counted from the input on TPU")
+                call = updated_node.with_changes(
+                    func=self.runtime("evaluate"),
+                    args=[cst.Arg(updated_node.func.value), *updated_node.args],
+                )
+                if site.examples_code is not None:
+                    call = with_kwarg(call, "examples", cst.parse_expression(site.examples_code))
+                return call
             if len(positional) < 2:
                 self.refuse(
                     original_node,
@@ -170,24 +247,20 @@ class InputFnBatchSize(Rule):
         lam = arg.value
         if has_param(lam, "params"):
             return updated_node
-        body = lam.body
-        assert isinstance(body, cst.Call)
-        args = list(body.args)
-        if site.lambda_batch_arg is not None and site.lambda_batch_arg < len(args):
-            args[site.lambda_batch_arg] = args[site.lambda_batch_arg].with_changes(
-                value=params_subscript()
-            )
-        elif site.lambda_forward_params:
-            body = with_kwarg(body, "params", cst.Name("params"))
-            args = list(body.args)
-        new_lam = lam.with_changes(
-            params=cst.Parameters([cst.Param(cst.Name("params"))]),
-            body=body.with_changes(args=args),
-        )
         self.record(original_node, "input_fn lambda takes params")
+        new_lam = _lambda_with_params(lam, site)
         return updated_node.with_changes(
             args=[a.with_changes(value=new_lam) if a is arg else a for a in updated_node.args]
         )
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        site = self.state.index.bound_lambdas.get(
+            (self.state.path, self.here, node_code(original_node))
+        )
+        if site is None or has_param(updated_node, "params"):
+            return updated_node
+        self.record(original_node, "input_fn lambda takes params")
+        return _lambda_with_params(updated_node, site)
 
     # Issue 19 (the project index's engineer): direct calls, kept apart from the rest.
     def _direct_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
@@ -208,6 +281,25 @@ class InputFnBatchSize(Rule):
         return with_kwarg(updated_node, "params", params)
 
 
+def _lambda_with_params(lam: cst.Lambda, site: UseSite) -> cst.Lambda:
+    """`lambda: f(x, 32)` -> `lambda params: f(x, params["batch_size"])` (or passing
+    params=params on to an `f` that reads the batch size from them)."""
+    body = lam.body
+    assert isinstance(body, cst.Call)
+    args = list(body.args)
+    if site.lambda_batch_arg is not None and site.lambda_batch_arg < len(args):
+        args[site.lambda_batch_arg] = args[site.lambda_batch_arg].with_changes(
+            value=params_subscript()
+        )
+    elif site.lambda_forward_params:
+        body = with_kwarg(body, "params", cst.Name("params"))
+        args = list(body.args)
+    return lam.with_changes(
+        params=cst.Parameters([cst.Param(cst.Name("params"))]),
+        body=body.with_changes(args=args),
+    )
+
+
 def _repeats(fn: cst.FunctionDef) -> bool:
     class V(cst.CSTVisitor):
         found = False
@@ -219,3 +311,121 @@ def _repeats(fn: cst.FunctionDef) -> bool:
     v = V()
     walk(fn, v)
     return V.found
+
+
+_ITERATOR_METHODS = frozenset(
+    {"make_one_shot_iterator", "make_initializable_iterator", "get_next", "__iter__"}
+)
+_ONE_SHOT = "data.make_one_shot_iterator"
+
+
+def _iterator_method(rule: Rule, call: cst.Call) -> str | None:
+    """`make_one_shot_iterator` for `ds.make_one_shot_iterator()` and
+    `tf.compat.v1.data.make_one_shot_iterator(ds)`, and so on for the iterator API."""
+    name = rule.tf_name(call.func)
+    if name is not None and name.startswith("data.") and name[5:] in _ITERATOR_METHODS:
+        return name[5:]
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _ITERATOR_METHODS:
+        return call.func.attr.value
+    return None
+
+
+def _one_shot_of(rule: Rule, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The dataset `E` of `E.make_one_shot_iterator()` / `make_one_shot_iterator(E)`."""
+    if not isinstance(expr, cst.Call):
+        return None
+    if rule.tf_name(expr.func) == _ONE_SHOT:
+        if len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star:
+            return expr.args[0].value
+        return None
+    func = expr.func
+    if (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "make_one_shot_iterator"
+        and not expr.args
+        and rule.tf_name(func) is None
+    ):
+        return func.value
+    return None
+
+
+def _one_shot_return(
+    rule: Rule, fn: cst.FunctionDef
+) -> tuple[cst.Return, cst.BaseExpression, cst.SimpleStatementLine | None] | None:
+    """The function's one return, `return <one-shot iterator over E>.get_next()`, with E and
+    the statement that made the iterator (`it = E.make_one_shot_iterator()` right before the
+    return, `it` used nowhere else), or None when that is not exactly what it does."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
+    returns = _returns(fn)
+    if len(returns) != 1 or not body:
+        return None
+    last = body[-1]
+    if not (
+        isinstance(last, cst.SimpleStatementLine)
+        and len(last.body) == 1
+        and last.body[0] is returns[0]
+    ):
+        return None
+    ret = returns[0]
+    value = ret.value
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get_next"
+        and not value.args
+    ):
+        return None
+    held = value.func.value
+    dataset = _one_shot_of(rule, held)
+    if dataset is not None:
+        others = [c for c in iter_calls(fn) if _iterator_method(rule, c) is not None]
+        return (ret, dataset, None) if len(others) == 2 else None
+    if not isinstance(held, cst.Name) or len(body) < 2:
+        return None
+    made = body[-2]
+    if not (
+        isinstance(made, cst.SimpleStatementLine)
+        and len(made.body) == 1
+        and isinstance(made.body[0], cst.Assign)
+        and len(made.body[0].targets) == 1
+        and isinstance(made.body[0].targets[0].target, cst.Name)
+        and made.body[0].targets[0].target.value == held.value
+    ):
+        return None
+    dataset = _one_shot_of(rule, made.body[0].value)
+    uses = _name_count(fn, held.value)
+    others = [c for c in iter_calls(fn) if _iterator_method(rule, c) is not None]
+    if dataset is None or uses != 2 or len(others) != 2:
+        return None
+    return ret, dataset, made
+
+
+def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
+    found: list[cst.Return] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+    walk(fn, V())
+    return found
+
+
+def _name_count(fn: cst.FunctionDef, name: str) -> int:
+    """How often `name` is spelled as a variable in `fn`, nested defs and lambdas included."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal count
+            count += node.value == name
+
+    walk(fn.body, V())
+    return count

@@ -15,6 +15,8 @@ from __future__ import annotations
 __all__ = [
     "cluster_resolver",
     "ensure_tpu_run_config",
+    "eval_steps",
+    "evaluate",
     "iterations_per_loop",
     "model_to_estimator",
     "numpy_input_fn",
@@ -35,6 +37,6 @@ from est2tpu.runtime._tpu import (
     run_config,
     use_tpu,
 )
-from est2tpu.runtime.inputs import numpy_input_fn, pandas_input_fn
+from est2tpu.runtime.inputs import eval_steps, evaluate, numpy_input_fn, pandas_input_fn
 from est2tpu.runtime.keras import model_to_estimator
 from est2tpu.runtime.loop import train_and_evaluate

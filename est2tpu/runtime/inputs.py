@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["numpy_input_fn", "pandas_input_fn"]
+__all__ = ["eval_steps", "evaluate", "numpy_input_fn", "pandas_input_fn"]
 
 _DEFAULT_BATCH_SIZE = 128
 
@@ -65,6 +65,69 @@ def _dataset(
         dataset = dataset.shuffle(max(queue_capacity, num_rows), reshuffle_each_iteration=True)
     dataset = dataset.repeat(num_epochs)
     return dataset.batch(batch_size, drop_remainder=True)
+
+
+def _examples(rows: int | None, num_epochs: int | None) -> int | None:
+    """Examples one pass of the input yields; None when it repeats without end."""
+    return None if num_epochs is None or rows is None else rows * num_epochs
+
+
+def _rows_or_none(x: Any) -> int | None:
+    # Malformed features fail where the original fails, when the input function runs.
+    try:
+        return _num_rows(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def eval_steps(estimator: Any, input_fn: Any, examples: Any = None) -> int | None:
+    """``steps`` for ``estimator.evaluate(input_fn)`` where the original gave none.
+
+    ``None`` (evaluate to the end of the input, the original's behaviour, partial last
+    batch included) wherever the TPUEstimator evaluates on CPU/GPU; on a TPU, which
+    cannot stop at the end of the input, the number of whole per-host batches in the
+    finite input of the shim's ``numpy_input_fn``/``pandas_input_fn`` (each host reads
+    all of it; the last partial batch is dropped, as TPU evaluation must).  ``examples``:
+    the arrays a ``Dataset.from_tensor_slices`` input function reads once each.
+    """
+    import tensorflow as tf
+
+    if examples is not None:
+        examples = len(tf.nest.flatten(examples)[0])
+    else:
+        examples = getattr(input_fn, "num_examples", None)
+    ctx = getattr(estimator, "_ctx", None)  # TPUEstimator's internal context (TF <= 2.15)
+    if examples is None or ctx is None:
+        return None
+    with ctx.with_mode(tf.estimator.ModeKeys.EVAL) as eval_ctx:
+        if eval_ctx.is_running_on_cpu():
+            return None
+        batch = int(eval_ctx.batch_size_for_input_fn)
+        if examples < batch:
+            raise ValueError(
+                f"the evaluation input has {examples} examples, fewer than one eval batch "
+                f"of {batch}: TPU evaluation would see none; pass steps or a smaller "
+                "eval_batch_size"
+            )
+        return int(examples) // batch
+
+
+def evaluate(
+    estimator: Any,
+    input_fn: Any,
+    steps: int | None = None,
+    hooks: Any = None,
+    checkpoint_path: str | None = None,
+    name: str | None = None,
+    examples: Any = None,
+) -> Any:
+    """``estimator.evaluate(...)`` whose ``steps``, when not given, come from
+    :func:`eval_steps`: the original's on CPU/GPU, a finite count on TPU."""
+    if steps is None:
+        steps = eval_steps(estimator, input_fn, examples)
+    return estimator.evaluate(
+        input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
+    )
 
 
 def _num_rows(structure: Any) -> int:
@@ -120,6 +183,7 @@ def numpy_input_fn(
             _num_rows(features),
         )
 
+    input_fn.num_examples = _examples(_rows_or_none(x), num_epochs)  # type: ignore[attr-defined]
     return input_fn
 
 
@@ -172,4 +236,5 @@ def pandas_input_fn(
             features, labels, batch_size, num_epochs, bool(shuffle), queue_capacity, len(x)
         )
 
+    input_fn.num_examples = _examples(len(x), num_epochs)  # type: ignore[attr-defined]
     return input_fn

@@ -1,0 +1,195 @@
+"""Findings survive a migration: users run `est2tpu migrate`, then `est2tpu check` in CI.
+
+Once an Estimator is a TPUEstimator (or the shim's premade/Keras builder, or
+`tpu_runtime.train_and_evaluate` drives it), the input-function refusals the first run made
+still hold for the code a user has not fixed yet, and the CI check must still make them:
+the manual work must not vanish from CI while the code is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+PROJECT = {
+    "trainer/__init__.py": "",
+    # The Estimator is built by a function of another module than the one that knows the
+    # batch size: the size cannot move to the TPUEstimator.
+    "trainer/model.py": """\
+import tensorflow as tf
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.compat.v1.layers.dense(features["x"], 2)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer().minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step()
+    )
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def build_estimator(model_dir):
+    config = tf.estimator.RunConfig(save_checkpoints_steps=100)
+    return tf.estimator.Estimator(model_fn=model_fn, model_dir=model_dir, config=config)
+""",
+    "trainer/inputs.py": """\
+import tensorflow as tf
+
+
+def make_input_fn(pattern, batch_size, training):
+    def _input_fn():
+        dataset = tf.data.TFRecordDataset(tf.io.gfile.glob(pattern))
+        if training:
+            dataset = dataset.repeat()
+        return dataset.batch(batch_size)
+
+    return _input_fn
+
+
+def test_input():
+    return tf.data.TFRecordDataset(tf.io.gfile.glob("test*")).batch(16)
+""",
+    "trainer/task.py": """\
+import argparse
+
+import tensorflow as tf
+
+from trainer import inputs, model
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    estimator = model.build_estimator("/tmp/model")
+    train_spec = tf.estimator.TrainSpec(
+        input_fn=inputs.make_input_fn("train*", args.batch_size, True), max_steps=100
+    )
+    eval_spec = tf.estimator.EvalSpec(
+        input_fn=inputs.make_input_fn("eval*", args.batch_size, False), steps=None
+    )
+    tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    estimator.evaluate(input_fn=inputs.test_input)
+""",
+    # A premade Estimator becomes the shim's premade TPUEstimator builder.
+    "premade_task.py": """\
+import tensorflow as tf
+
+COLUMNS = [tf.feature_column.numeric_column("x")]
+
+
+def train_input():
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": [1.0, 2.0]}, [0, 1]))
+    return dataset.repeat().batch(8)
+
+
+def eval_input():
+    return tf.data.TFRecordDataset(tf.io.gfile.glob("eval*")).batch(8)
+
+
+estimator = tf.estimator.DNNClassifier(hidden_units=[4], feature_columns=COLUMNS)
+tf.estimator.train_and_evaluate(
+    estimator,
+    tf.estimator.TrainSpec(train_input, max_steps=10),
+    tf.estimator.EvalSpec(eval_input, steps=None),
+)
+""",
+    # The specs come from functions of another module, the Estimator from a third: after
+    # the migration this module spells nothing but the shim's train_and_evaluate.
+    "spec_helpers.py": """\
+import tensorflow as tf
+
+
+def make_input_fn(pattern, batch_size):
+    def _input_fn():
+        return tf.data.TFRecordDataset(tf.io.gfile.glob(pattern)).repeat().batch(batch_size)
+
+    return _input_fn
+
+
+def get_train_spec(batch_size):
+    return tf.estimator.TrainSpec(make_input_fn("train*", batch_size), max_steps=5)
+
+
+def get_eval_spec(batch_size):
+    return tf.estimator.EvalSpec(make_input_fn("eval*", batch_size), steps=2)
+""",
+    "spec_helper_task.py": """\
+import tensorflow as tf
+
+import spec_helpers
+from trainer import model
+
+
+def main(batch_size):
+    estimator = model.build_estimator("/tmp/other")
+    train_spec = spec_helpers.get_train_spec(batch_size)
+    eval_spec = spec_helpers.get_eval_spec(batch_size)
+    tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+""",
+}
+
+# What the first run cannot fix, and therefore must still say after the migration.
+EXPECTED = Counter(
+    {
+        ("TPU005", "trainer/task.py", "the batch size `args.batch_size` is not defined"): 2,
+        ("TPU005", "trainer/task.py", "EvalSpec(steps=None): TPU evaluation cannot stop"): 1,
+        ("TPU005", "trainer/task.py", "evaluate() without steps: TPU evaluation cannot"): 1,
+        ("TPU005", "premade_task.py", "EvalSpec(steps=None): TPU evaluation cannot stop"): 1,
+        ("TPU005", "spec_helpers.py", "this TrainSpec reaches train_and_evaluate"): 1,
+        ("TPU005", "spec_helpers.py", "this EvalSpec reaches train_and_evaluate"): 1,
+    }
+)
+
+
+def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "est2tpu", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(cache)},
+        timeout=300,
+        check=False,
+    )
+
+
+def findings(root: Path, cache: Path) -> Counter[tuple[str, str, str]]:
+    proc = cli("check", "--target", "tpu-estimator", "-f", "json", str(root), cache=cache)
+    assert proc.returncode == 1, proc.stderr  # findings remain: CI fails
+    return Counter(
+        (f["rule"], Path(f["path"]).relative_to(root).as_posix(), f["message"])
+        for f in json.loads(proc.stdout)["findings"]
+    )
+
+
+def test_check_after_migrate_reports_the_first_runs_findings(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    for name, text in PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    cache = tmp_path / "cache"
+
+    before = findings(root, cache)
+    prefixes = {prefix for _, _, prefix in EXPECTED}
+    assert (
+        Counter(
+            {
+                (rule, path, next((p for p in prefixes if message.startswith(p)), message)): n
+                for (rule, path, message), n in before.items()
+            }
+        )
+        == EXPECTED
+    )
+
+    proc = cli("migrate", "--target", "tpu-estimator", str(root), cache=cache)
+    assert proc.returncode == 1, proc.stderr  # written, with findings left
+    migrated = (root / "trainer" / "model.py").read_text()
+    assert "TPUEstimator(" in migrated
+    assert "tpu_runtime.premade.DNNClassifier(" in (root / "premade_task.py").read_text()
+    assert "tpu_runtime.train_and_evaluate(" in (root / "trainer" / "task.py").read_text()
+
+    assert findings(root, cache) == before
