@@ -304,42 +304,44 @@ def assigned_names(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression | N
 
         def visit_Assign(self, n: cst.Assign) -> None:
             for t in n.targets:
-                for name in _target_names(t.target):
+                for name in target_names(t.target):
                     names.setdefault(name, []).append(
                         n.value if isinstance(t.target, cst.Name) else None
                     )
 
         def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            for name in _target_names(n.target):
+            for name in target_names(n.target):
                 names.setdefault(name, []).append(n.value)
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            for name in _target_names(n.target):
+            for name in target_names(n.target):
                 names.setdefault(name, []).append(None)
 
         def visit_For(self, n: cst.For) -> None:
-            for name in _target_names(n.target):
+            for name in target_names(n.target):
                 names.setdefault(name, []).append(None)
 
         def visit_WithItem(self, n: cst.WithItem) -> None:
             if n.asname is not None:
-                for name in _target_names(n.asname.name):
+                for name in target_names(n.asname.name):
                     names.setdefault(name, []).append(None)
 
     walk(fn, V())
     return names
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """The names an assignment target binds (`a`, `a, (b, *c)`); attributes and
+    subscripts bind none."""
     if isinstance(target, cst.Name):
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
         out: list[str] = []
         for el in target.elements:
-            out += _target_names(el.value)
+            out += target_names(el.value)
         return out
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return target_names(target.value)
     return []
 
 
@@ -405,7 +407,7 @@ def free_names(node: cst.CSTNode) -> list[cst.Name]:
             return False
 
         def visit_CompFor(self, n: cst.CompFor) -> None:
-            bound[-1].update(_target_names(n.target))
+            bound[-1].update(target_names(n.target))
 
         def visit_Name(self, n: cst.Name) -> None:
             if not any(n.value in b for b in bound):

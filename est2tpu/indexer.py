@@ -12,7 +12,7 @@ from typing import TypeVar
 import libcst as cst
 
 from est2tpu.batching import batch_calls, batch_size_arg, int_literal, is_params_batch_size
-from est2tpu.cstutil import iter_calls, walk
+from est2tpu.cstutil import iter_calls, target_names, walk
 from est2tpu.index import (
     BatchSize,
     CallKey,
@@ -92,7 +92,7 @@ class _DefCollector(_Scoped):
         if self.scope:
             return
         for t in node.targets:
-            for name in _target_names(t.target):
+            for name in target_names(t.target):
                 self.src.module_assigns[name] = self.src.module_assigns.get(name, 0) + 1
         if len(node.targets) != 1:
             return
@@ -107,7 +107,7 @@ class _DefCollector(_Scoped):
             if isinstance(small, cst.Assign):
                 self.assign(small)
             elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and not self.scope:
-                for name in _target_names(small.target):
+                for name in target_names(small.target):
                     self.src.module_assigns[name] = self.src.module_assigns.get(name, 0) + 1
             elif isinstance(small, cst.Global):
                 for item in small.names:  # rebound by a function: not one value for the run
@@ -262,24 +262,16 @@ def _assigned_in(fn: cst.FunctionDef) -> set[str]:
             return node is fn
 
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            names.update(_target_names(node.target))
+            names.update(target_names(node.target))
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            names.update(_target_names(node.target))
+            names.update(target_names(node.target))
 
         def visit_For(self, node: cst.For) -> None:
-            names.update(_target_names(node.target))
+            names.update(target_names(node.target))
 
     walk(fn, V())
     return names
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _target_names(el.value)]
-    return []
 
 
 class Indexer:
@@ -1523,11 +1515,11 @@ def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
     return (factory[0], key) if key in ix.modules[factory[0]].defs else None
 
 
-def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
-    """The numpy_input_fn/pandas_input_fn call a factory returns, directly or through a
-    local name bound only to it: its one return."""
-    fn = ix.fn(factory)
-    imports = ix.modules[factory[0]].imports
+def _returns(
+    fn: cst.FunctionDef,
+) -> tuple[list[cst.BaseExpression | None], dict[str, list[cst.BaseExpression]]]:
+    """What `fn`'s own returns return (not those of defs or lambdas inside it), and what its
+    plain names are assigned."""
     returned: list[cst.BaseExpression | None] = []
     bound: dict[str, list[cst.BaseExpression]] = {}
 
@@ -1551,11 +1543,19 @@ def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
                 bound.setdefault(node.target.value, []).append(node.value)
 
     walk(fn, V())
+    return returned, bound
+
+
+def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
+    """The numpy_input_fn/pandas_input_fn call a factory returns, directly or through a
+    local name bound only to it: its one return."""
+    returned, bound = _returns(ix.fn(factory))
     if len(returned) != 1:
         return None
     value = returned[0]
     if isinstance(value, cst.Name) and len(bound.get(value.value, [])) == 1:
         value = bound[value.value][0]
+    imports = ix.modules[factory[0]].imports
     if isinstance(value, cst.Call) and call_kind(imports, value.func) == "numpy":
         return value
     return None
@@ -1656,19 +1656,7 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
 
 def _returned_call(fn: cst.FunctionDef) -> cst.Call | None:
     """The call a function returns, when it has one return and returns a call."""
-    returned: list[cst.BaseExpression | None] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            returned.append(node.value)
-
-    walk(fn, V())
+    returned, _ = _returns(fn)
     value = returned[0] if len(returned) == 1 else None
     return value if isinstance(value, cst.Call) else None
 

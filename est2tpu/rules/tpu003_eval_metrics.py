@@ -21,6 +21,7 @@ from est2tpu.cstutil import (
     indented_blocks,
     iter_calls,
     kwarg,
+    target_names,
     unique_name,
     walk,
 )
@@ -530,20 +531,10 @@ def _assigned_in(stmt: cst.CSTNode) -> list[str]:
 
     class V(cst.CSTVisitor):
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            out.extend(_target_names(node.target))
+            out.extend(target_names(node.target))
 
     walk(stmt, V())
     return out
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _target_names(el.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _bindings(node: cst.CSTNode) -> collections.Counter[str]:
@@ -559,20 +550,20 @@ def _bindings(node: cst.CSTNode) -> collections.Counter[str]:
             return False
 
         def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            out.update(_target_names(n.target))
+            out.update(target_names(n.target))
 
         def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            out.update(_target_names(n.target))
+            out.update(target_names(n.target))
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            out.update(_target_names(n.target))
+            out.update(target_names(n.target))
 
         def visit_For(self, n: cst.For) -> None:
-            out.update(_target_names(n.target))
+            out.update(target_names(n.target))
 
         def visit_WithItem(self, n: cst.WithItem) -> None:
             if n.asname is not None:
-                out.update(_target_names(n.asname.name))
+                out.update(target_names(n.asname.name))
 
     walk(node, V())
     return out
