@@ -8,9 +8,9 @@ change in how the rules interact shows up in review). tests/test_stale_findings.
 that a refusal a later rewrite made false is not reported.
 
 Each fixture is migrated once per target (and its output once more) per worker: the checks
-share the runs. The module is one xdist group (`make check` and `make test` run
-`--dist loadgroup`), so the snapshots, collected last, read the runs the fixtures' tests
-made instead of making them again.
+share the runs. Each target is one xdist group (`make check` and `make test` run
+`--dist loadgroup`), so a target's snapshot, collected last, reads the runs its fixtures'
+tests made instead of making them again, and the two targets run in the two workers.
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ FIXTURES = data_dir("fixtures")
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "all_rules"
 CASES = sorted(p for p in FIXTURES.glob("*/*.before.py") if p.parent.name != "projects")
 
-pytestmark = pytest.mark.xdist_group("all_rules")
+# One xdist group per target (see the docstring).
+TARGETS = [
+    pytest.param(t, id=t.value, marks=pytest.mark.xdist_group(f"all_rules-{t.value}"))
+    for t in Target
+]
 
 
 def _name(before: Path) -> str:
@@ -46,7 +50,7 @@ def _run(before: Path, target: Target) -> FileResult:
     return migrate_source(before.read_text(encoding="utf-8"), path=_path(before), target=target)
 
 
-@pytest.mark.parametrize("target", list(Target), ids=[t.value for t in Target])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("before", CASES, ids=[_name(p) for p in CASES])
 def test_all_rules_over_fixture(before: Path, target: Target) -> None:
     result = _run(before, target)
@@ -67,7 +71,7 @@ def test_all_rules_over_fixture(before: Path, target: Target) -> None:
     assert not uncovered, uncovered
 
 
-@pytest.mark.parametrize("target", list(Target), ids=[t.value for t in Target])
+@pytest.mark.parametrize("target", TARGETS)
 def test_all_rules_findings_snapshot(target: Target, snapshot) -> None:  # type: ignore[no-untyped-def]
     out = []
     for before in CASES:

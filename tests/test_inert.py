@@ -129,17 +129,16 @@ def big_text() -> str:
     return "import os\n" + gen.big_module(60) + HELPERS_AROUND + more
 
 
+@pytest.mark.slow  # about 5 s each; make check keeps the split's own test below
 @pytest.mark.parametrize(
     "newline",
-    # CRLF (about 1.5 s per target) in the full suite only.
-    [pytest.param("\n", id="lf"), pytest.param("\r\n", id="crlf", marks=pytest.mark.slow)],
+    [pytest.param("\n", id="lf"), pytest.param("\r\n", id="crlf")],
 )
 @pytest.mark.parametrize(
     "target",
-    # tf2 (1.5 s) in the full suite only.
     [
         pytest.param(Target.TPU_ESTIMATOR, id=Target.TPU_ESTIMATOR.value),
-        pytest.param(Target.TF2, id=Target.TF2.value, marks=pytest.mark.slow),
+        pytest.param(Target.TF2, id=Target.TF2.value),
     ],
 )
 def test_a_big_module_gives_the_same_results(
