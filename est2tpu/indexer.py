@@ -1494,24 +1494,11 @@ def _arg_index(lam: cst.Lambda, value: cst.BaseExpression) -> int | None:
 
 
 def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
-    fn = ix.fn(factory)
-    returned: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if isinstance(node.value, cst.Name):
-                returned.append(node.value.value)
-
-    walk(fn, V())
-    if len(set(returned)) != 1:
+    returned, _ = _returns(ix.fn(factory))
+    names = [value.value for value in returned if isinstance(value, cst.Name)]
+    if len(set(names)) != 1:
         return None
-    key = f"{factory[1]}.{returned[0]}"
+    key = f"{factory[1]}.{names[0]}"
     return (factory[0], key) if key in ix.modules[factory[0]].defs else None
 
 

@@ -13,6 +13,15 @@ from est2tpu.rules._tf2 import FACADE_MODULE, facade
 from est2tpu.tfapi import LEARN_RUN_CONFIG_ARGS
 
 # Canonical TensorFlow name -> the facade's name for it (same signature, same semantics).
+# tf.estimator.experimental's early-stopping functions, which tf.contrib.estimator re-exported.
+_EARLY_STOPPING = (
+    "stop_if_higher_hook",
+    "stop_if_lower_hook",
+    "stop_if_no_increase_hook",
+    "stop_if_no_decrease_hook",
+    "make_early_stopping_hook",
+)
+
 FACADE_NAMES: dict[str, str] = {
     "estimator.Estimator": "Estimator",
     "estimator.EstimatorSpec": "EstimatorSpec",
@@ -40,30 +49,12 @@ FACADE_NAMES: dict[str, str] = {
         for space in ("estimator", "train")
         for hook in ("LoggingTensorHook", "StopAtStepHook", "StepCounterHook")
     },
-    **{
-        f"estimator.experimental.{fn}": f"hooks.{fn}"
-        for fn in (
-            "stop_if_higher_hook",
-            "stop_if_lower_hook",
-            "stop_if_no_increase_hook",
-            "stop_if_no_decrease_hook",
-            "make_early_stopping_hook",
-        )
-    },
+    **{f"estimator.experimental.{fn}": f"hooks.{fn}" for fn in _EARLY_STOPPING},
     # TF 1.x's tf.contrib names for what the facade has, as TensorFlow 1.15 defines them:
     # the same functions (contrib.estimator re-exported tf.estimator's), the same strings
     # (contrib.learn's INFER is tf.estimator's PREDICT, "infer"), the same loaders.
     "contrib.estimator.add_metrics": "add_metrics",
-    **{
-        f"contrib.estimator.{fn}": f"hooks.{fn}"
-        for fn in (
-            "stop_if_higher_hook",
-            "stop_if_lower_hook",
-            "stop_if_no_increase_hook",
-            "stop_if_no_decrease_hook",
-            "make_early_stopping_hook",
-        )
-    },
+    **{f"contrib.estimator.{fn}": f"hooks.{fn}" for fn in _EARLY_STOPPING},
     "contrib.learn.ModeKeys.TRAIN": "ModeKeys.TRAIN",
     "contrib.learn.ModeKeys.EVAL": "ModeKeys.EVAL",
     "contrib.learn.ModeKeys.INFER": "ModeKeys.PREDICT",
