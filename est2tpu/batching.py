@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from est2tpu.cstutil import walk
@@ -43,3 +45,50 @@ def batch_calls(fn: cst.FunctionDef) -> list[cst.Call]:
 
 def batch_size_arg(call: cst.Call) -> cst.Arg | None:
     return call_arg(call, "batch_size", 0)
+
+
+_ONE_SHOT = "data.make_one_shot_iterator"
+
+
+def one_shot_dataset(
+    expr: cst.BaseExpression, tf_name: Callable[[cst.BaseExpression], str | None]
+) -> cst.BaseExpression | None:
+    """The dataset `E` of `E.make_one_shot_iterator()` / `tf...data.make_one_shot_iterator(E)`.
+
+    A one-shot iterator (unlike an initializable one) needs nothing run before its first
+    `get_next()`: the Estimator makes exactly that iterator over a returned dataset.
+    """
+    if not isinstance(expr, cst.Call):
+        return None
+    if tf_name(expr.func) == _ONE_SHOT:
+        if len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star:
+            return expr.args[0].value
+        return None
+    func = expr.func
+    if (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "make_one_shot_iterator"
+        and not expr.args
+        and tf_name(func) is None
+    ):
+        return func.value
+    return None
+
+
+def is_get_next(expr: cst.BaseExpression) -> bool:
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "get_next"
+        and not expr.args
+    )
+
+
+def get_next_of_one_shot(
+    expr: cst.BaseExpression, tf_name: Callable[[cst.BaseExpression], str | None]
+) -> cst.BaseExpression | None:
+    """The dataset `E` of `<one-shot iterator over E>.get_next()` written in one expression."""
+    if not is_get_next(expr):
+        return None
+    assert isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+    return one_shot_dataset(expr.func.value, tf_name)

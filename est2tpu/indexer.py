@@ -11,7 +11,13 @@ from typing import TypeVar
 
 import libcst as cst
 
-from est2tpu.batching import batch_calls, batch_size_arg, int_literal, is_params_batch_size
+from est2tpu.batching import (
+    batch_calls,
+    batch_size_arg,
+    get_next_of_one_shot,
+    int_literal,
+    is_params_batch_size,
+)
 from est2tpu.cstutil import iter_calls, target_names, walk
 from est2tpu.index import (
     BatchSize,
@@ -971,6 +977,13 @@ class _UseCollector(_Scoped):
                 )
                 return None
             body = expr.body
+            iterated = get_next_of_one_shot(body, self.src.imports.tf_name)
+            if isinstance(iterated, cst.Call):
+                # `lambda: make(...).make_one_shot_iterator().get_next()`: the Estimator
+                # makes that same iterator over the dataset `make(...)` returns; TPU005
+                # drops the iterator and the lambda returns the dataset.
+                body = iterated
+                expr = expr.with_changes(body=body)
             if not isinstance(body, cst.Call):
                 site.problems.append("the input_fn lambda does not call a function")
                 return None

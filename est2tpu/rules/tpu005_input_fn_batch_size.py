@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 import libcst as cst
 
-from est2tpu.batching import batch_calls, batch_size_arg, is_params_batch_size
+from est2tpu.batching import (
+    batch_calls,
+    batch_size_arg,
+    get_next_of_one_shot,
+    is_get_next,
+    is_params_batch_size,
+    one_shot_dataset,
+)
 from est2tpu.cstutil import (
     add_param,
+    free_names,
     has_param,
     iter_calls,
     kwarg,
     params_subscript,
+    target_names,
+    unique_name,
     walk,
     with_kwarg,
 )
@@ -138,13 +151,19 @@ class InputFnBatchSize(Rule):
         made.sort(key=lambda c: not (_iterator_method(self, c) or "").startswith("make_"))
         found = _one_shot_return(self, original_node)
         if found is None:
+            tail = _iterator_tail(self, original_node)
+            if tail is not None and len(fn.body.body) == len(original_node.body.body):
+                self.record(
+                    original_node, "input function returns its dataset, not iterator tensors"
+                )
+                return _map_tail(self, fn, tail)
             self.refuse(
                 made[0],
                 f"the input function returns tensors from an iterator "
-                f"(`{_iterator_method(self, made[0])}(...)`, not exactly "
-                "`return <one-shot iterator over the dataset>.get_next()`): TPUEstimator's "
-                "PER_HOST_V2 input (est2tpu's TPU RunConfig) needs the tf.data.Dataset itself "
-                "on TPU; return the batched dataset by hand",
+                f"(`{_iterator_method(self, made[0])}(...)`, not a one-shot iterator's "
+                "`get_next()` whose value the rest of the function only restructures with "
+                "TensorFlow ops): TPUEstimator's PER_HOST_V2 input (est2tpu's TPU RunConfig) "
+                "needs the tf.data.Dataset itself on TPU; return the batched dataset by hand",
             )
             return fn
         ret, dataset, assign = found
@@ -248,7 +267,7 @@ class InputFnBatchSize(Rule):
         if has_param(lam, "params"):
             return updated_node
         self.record(original_node, "input_fn lambda takes params")
-        new_lam = _lambda_with_params(lam, site)
+        new_lam = _lambda_with_params(self._lambda_dataset(lam), site)
         return updated_node.with_changes(
             args=[a.with_changes(value=new_lam) if a is arg else a for a in updated_node.args]
         )
@@ -260,7 +279,17 @@ class InputFnBatchSize(Rule):
         if site is None or has_param(updated_node, "params"):
             return updated_node
         self.record(original_node, "input_fn lambda takes params")
-        return _lambda_with_params(updated_node, site)
+        return _lambda_with_params(self._lambda_dataset(updated_node), site)
+
+    def _lambda_dataset(self, lam: cst.Lambda) -> cst.Lambda:
+        """`lambda: make(...).make_one_shot_iterator().get_next()` returns `make(...)`: the
+        Estimator makes that same one-shot iterator over a returned dataset on CPU, and
+        TPUEstimator's PER_HOST_V2 input needs the dataset itself."""
+        dataset = get_next_of_one_shot(lam.body, self.tf_name)
+        if not isinstance(dataset, cst.Call):
+            return lam
+        self.record(lam, "input_fn lambda returns its dataset, not iterator tensors")
+        return lam.with_changes(body=dataset)
 
     # Issue 19 (the project index's engineer): direct calls, kept apart from the rest.
     def _direct_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
@@ -316,7 +345,6 @@ def _repeats(fn: cst.FunctionDef) -> bool:
 _ITERATOR_METHODS = frozenset(
     {"make_one_shot_iterator", "make_initializable_iterator", "get_next", "__iter__"}
 )
-_ONE_SHOT = "data.make_one_shot_iterator"
 
 
 def _iterator_method(rule: Rule, call: cst.Call) -> str | None:
@@ -332,21 +360,7 @@ def _iterator_method(rule: Rule, call: cst.Call) -> str | None:
 
 def _one_shot_of(rule: Rule, expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """The dataset `E` of `E.make_one_shot_iterator()` / `make_one_shot_iterator(E)`."""
-    if not isinstance(expr, cst.Call):
-        return None
-    if rule.tf_name(expr.func) == _ONE_SHOT:
-        if len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star:
-            return expr.args[0].value
-        return None
-    func = expr.func
-    if (
-        isinstance(func, cst.Attribute)
-        and func.attr.value == "make_one_shot_iterator"
-        and not expr.args
-        and rule.tf_name(func) is None
-    ):
-        return func.value
-    return None
+    return one_shot_dataset(expr, rule.tf_name)
 
 
 def _one_shot_return(
@@ -429,3 +443,332 @@ def _name_count(fn: cst.FunctionDef, name: str) -> int:
 
     walk(fn.body, V())
     return count
+
+
+# Issue 19 (iterators): the statements after `get_next()` that only restructure its value.
+@dataclasses.dataclass(frozen=True)
+class _Tail:
+    start: int  # index of the first statement replaced (the iterator's, or get_next()'s)
+    target: cst.BaseExpression  # what get_next() is assigned to: a name or a tuple of names
+    dataset: cst.BaseExpression  # the dataset the one-shot iterator reads
+    body: Sequence[cst.BaseStatement]  # the statements after get_next(), the last a return
+    identity: bool  # the tail returns the get_next() value exactly as it came
+
+
+# Methods that read or restructure a dict of tensors; the map function gets its own copy.
+_STRUCTURE_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update"})
+_PLAIN_BUILTINS = frozenset({"dict", "tuple", "list", "len", "zip", "int", "float", "str"})
+# TensorFlow functions whose result is not a pure function of their arguments, or that act
+# outside the dataset (a map function would run them once per element, in tf.data's graph).
+_IMPURE_TF = (
+    "random",
+    "summary",
+    "print",
+    "Print",
+    "py_func",
+    "py_function",
+    "numpy_function",
+    "Variable",
+    "variable",
+    "assign",
+    "placeholder",
+    "io.",
+    "debugging",
+    "train.",
+    "collection",
+    "Session",
+    "data.",
+    "get_",
+)
+
+
+def _iterator_tail(rule: Rule, fn: cst.FunctionDef) -> _Tail | None:
+    """`T = <one-shot iterator over E>.get_next()` (or `it = <one-shot over E>` right before
+    `T = it.get_next()`) at the top of the function's body, followed by statements that
+    compute the return value from T alone: Python-level branches (on `mode`, params, ...),
+    assignments, subscripts, dict methods and pure TensorFlow ops.  Then the function can
+    return E mapped by those statements: the Estimator makes the same iterator over it on
+    CPU and sees the same values in the same order.  None when that is not provable."""
+    if not isinstance(fn.body, cst.IndentedBlock) or fn.asynchronous is not None:
+        return None
+    body = fn.body.body
+    iterator_calls = [c for c in iter_calls(fn) if _iterator_method(rule, c) is not None]
+    if len(iterator_calls) != 2:
+        return None
+    for at, stmt in enumerate(body):
+        assign = _single_assign(stmt)
+        if assign is None or not is_get_next(assign.value):
+            continue
+        target = assign.targets[0].target
+        if not _names_target(target):
+            return None
+        assert isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Attribute)
+        held = assign.value.func.value
+        start = at
+        dataset = one_shot_dataset(held, rule.tf_name)
+        if dataset is None:
+            made = _single_assign(body[at - 1]) if at > 0 else None
+            if (
+                not isinstance(held, cst.Name)
+                or made is None
+                or not isinstance(made.targets[0].target, cst.Name)
+                or made.targets[0].target.value != held.value
+                or _name_count(fn, held.value) != 2
+            ):
+                return None
+            dataset = one_shot_dataset(made.value, rule.tf_name)
+            start = at - 1
+        if dataset is None:
+            return None
+        tail = body[at + 1 :]
+        if not _restructures(rule, fn, body[:start], target, tail):
+            return None
+        return _Tail(start, target, dataset, tail, _returns_as_is(target, tail))
+    return None
+
+
+def _single_assign(stmt: cst.BaseStatement) -> cst.Assign | None:
+    if (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Assign)
+        and len(stmt.body[0].targets) == 1
+    ):
+        return stmt.body[0]
+    return None
+
+
+def _names_target(target: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Name):
+        return True
+    return (
+        isinstance(target, cst.Tuple)
+        and len(target.elements) > 1
+        and all(
+            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements
+        )
+    )
+
+
+def _returns_as_is(target: cst.BaseExpression, tail: Sequence[cst.BaseStatement]) -> bool:
+    """`return T` after `T = ...get_next()`, `return a, b` after `a, b = ...get_next()`."""
+    if len(tail) != 1 or not isinstance(tail[0], cst.SimpleStatementLine):
+        return False
+    ret = tail[0].body[0]
+    if not isinstance(ret, cst.Return) or ret.value is None:
+        return False
+    return target_names(ret.value) == target_names(target) and type(ret.value) is type(target)
+
+
+def _restructures(
+    rule: Rule,
+    fn: cst.FunctionDef,
+    before: Sequence[cst.BaseStatement],
+    target: cst.BaseExpression,
+    tail: Sequence[cst.BaseStatement],
+) -> bool:
+    """Whether `tail` only computes a return value from the get_next() value `target`."""
+    if not tail or not isinstance(tail[-1], cst.SimpleStatementLine):
+        return False
+    if not isinstance(tail[-1].body[-1], cst.Return):
+        return False
+    element = set(target_names(target))
+    local: set[str] = set(element)
+    tail_block = cst.IndentedBlock(body=list(tail))
+    for stmt_targets in _tail_assign_targets(tail_block):
+        local.update(target_names(stmt_targets))
+    # The tail's own names are new: none is read or bound before (a closure would see them).
+    params = fn.params
+    outside = {
+        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    }
+    outside |= {n.value for stmt in before for n in _all_names(stmt)}
+    if (local - element) & outside:
+        return False
+    if len(_returns(fn)) != len(_returns_in(tail_block)):
+        return False  # every return of the function is in the tail
+    return _statements_ok(rule, tail, element, local)
+
+
+def _tail_assign_targets(block: cst.IndentedBlock) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            found.extend(t.target for t in node.targets)
+
+    walk(block, V())
+    return found
+
+
+def _returns_in(block: cst.IndentedBlock) -> list[cst.Return]:
+    found: list[cst.Return] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+    walk(block, V())
+    return found
+
+
+def _statements_ok(
+    rule: Rule, stmts: Sequence[cst.BaseStatement], element: set[str], local: set[str]
+) -> bool:
+    for stmt in stmts:
+        if isinstance(stmt, cst.If):
+            # Python-level branches only: a test on the tensors would differ under autograph
+            if {n.value for n in free_names(stmt.test)} & local:
+                return False
+            if not _statements_ok(rule, stmt.body.body, element, local):  # type: ignore[arg-type]
+                return False
+            orelse = stmt.orelse
+            if isinstance(orelse, cst.If):
+                if not _statements_ok(rule, [orelse], element, local):
+                    return False
+            elif orelse is not None and not _statements_ok(
+                rule,
+                orelse.body.body,  # type: ignore[arg-type]
+                element,
+                local,
+            ):
+                return False
+            continue
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if not _small_ok(rule, small, local):
+                return False
+    return True
+
+
+def _small_ok(rule: Rule, small: cst.BaseSmallStatement, local: set[str]) -> bool:
+    if isinstance(small, cst.Pass):
+        return True
+    if isinstance(small, cst.Return):
+        return small.value is not None and _expr_ok(rule, small.value, local)
+    if isinstance(small, cst.Assign):
+        for t in small.targets:
+            target = t.target
+            if isinstance(target, cst.Subscript):
+                if _root(target) not in local or not _expr_ok(rule, target, local):
+                    return False
+            elif not _names_target(target):
+                return False
+        return _expr_ok(rule, small.value, local)
+    if isinstance(small, cst.Expr):
+        value = small.value
+        # a statement of its own may only change the get_next() structure
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in _STRUCTURE_METHODS
+            and _root(value.func.value) in local
+            and _expr_ok(rule, value, local)
+        )
+    if isinstance(small, cst.Del):
+        return isinstance(small.target, cst.Subscript) and _root(small.target) in local
+    return False
+
+
+def _root(expr: cst.BaseExpression) -> str | None:
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _expr_ok(rule: Rule, expr: cst.BaseExpression, local: set[str]) -> bool:
+    """Only calls of pure TensorFlow ops, plain builtins and dict methods on the value."""
+    ok = True
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal ok
+            name = rule.tf_name(node.func)
+            if name is not None:
+                ok = ok and not any(word in name for word in _IMPURE_TF)
+            elif isinstance(node.func, cst.Name):
+                ok = ok and node.func.value in _PLAIN_BUILTINS and node.func.value not in local
+            elif isinstance(node.func, cst.Attribute):
+                ok = ok and (
+                    node.func.attr.value in _STRUCTURE_METHODS and _root(node.func.value) in local
+                )
+            else:
+                ok = False
+
+        def visit_Yield(self, node: cst.Yield) -> None:
+            nonlocal ok
+            ok = False
+
+        def visit_Await(self, node: cst.Await) -> None:
+            nonlocal ok
+            ok = False
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            nonlocal ok
+            ok = False
+
+    walk(expr, V())
+    return ok
+
+
+def _map_tail(rule: Rule, fn: cst.FunctionDef, tail: _Tail) -> cst.FunctionDef:
+    """The tail becomes a function mapped over the dataset, which the input function returns.
+
+    A tuple target's names are the map function's parameters (tf.data unpacks a tuple
+    element into them); a single name gets the whole element through a one-dataset zip,
+    whatever its structure (Dataset.map would unpack a tuple into several arguments).
+    """
+    assert isinstance(fn.body, cst.IndentedBlock)
+    body = list(fn.body.body)
+    replaced = body[tail.start : len(body) - len(tail.body)]
+    leading = [line for stmt in replaced for line in getattr(stmt, "leading_lines", ())]
+    starts_apart = bool(leading) and leading[0].comment is None
+    blank = [cst.EmptyLine(indent=False)] if tail.start > 0 and not starts_apart else []
+    if tail.identity:
+        ret = cst.SimpleStatementLine(
+            [cst.Return(tail.dataset.with_changes(lpar=[], rpar=[]))],
+            leading_lines=[*blank, *leading],
+        )
+        return fn.with_changes(body=fn.body.with_changes(body=[*body[: tail.start], ret]))
+    taken = {n.value for n in _all_names(fn)}
+    name = unique_name("_features_and_labels", taken)
+    names = target_names(tail.target)
+    mapped: cst.BaseExpression = tail.dataset
+    if isinstance(tail.target, cst.Name):
+        mapped = cst.Call(
+            rule.tf("data.Dataset.zip"),
+            [cst.Arg(cst.Tuple([cst.Element(tail.dataset)]))],
+        )
+    inner = cst.FunctionDef(
+        name=cst.Name(name),
+        params=cst.Parameters([cst.Param(cst.Name(n)) for n in names]),
+        body=cst.IndentedBlock(
+            body=[
+                tail.body[0].with_changes(leading_lines=[])
+                if isinstance(tail.body[0], (cst.SimpleStatementLine, cst.If))
+                else tail.body[0],
+                *tail.body[1:],
+            ]
+        ),
+        leading_lines=[*blank, *leading],
+    )
+    ret = cst.SimpleStatementLine(
+        [cst.Return(cst.Call(cst.Attribute(mapped, cst.Name("map")), [cst.Arg(cst.Name(name))]))],
+        leading_lines=[cst.EmptyLine(indent=False)],
+    )
+    return fn.with_changes(body=fn.body.with_changes(body=[*body[: tail.start], inner, ret]))
+
+
+def _all_names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    walk(node, V())
+    return found
