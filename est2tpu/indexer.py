@@ -536,6 +536,11 @@ class _UseCollector(_Scoped):
         # TrainSpec/EvalSpec, the function, the estimator's name, scope, position)
         self.helper_specs: list[tuple[tuple[str, str, str], str, str, str, str, int]] = []
         self.lambda_scopes: dict[int, str] = {}  # id(lambda assigned to a name) -> its scope
+        # where a name is first assigned in a scope, and where each Estimator is built: a
+        # batch size named at the constructor must be bound before it (a notebook cell that
+        # builds the Estimator, then sets `train_batch_size = 64`, then the input lambdas)
+        self.first_bound: dict[tuple[str, str], int] = {}
+        self.ctor_seq: dict[CallKey, int] = {}
 
     def collect(self) -> None:
         shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
@@ -616,6 +621,9 @@ class _UseCollector(_Scoped):
         return node_code(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            for bound in target_names(t.target):
+                self.first_bound.setdefault((self.here, bound), self.seq)
         if len(node.targets) != 1:
             return
         if isinstance(node.targets[0].target, cst.Name) and isinstance(
@@ -714,6 +722,8 @@ class _UseCollector(_Scoped):
             key = self.keys.next(self.here, kind)
             self.node_keys[id(node)] = key
             target = self.assign_targets.get(id(node))
+            if kind == "ctor":
+                self.ctor_seq[key] = self.seq
             if target is not None and kind == "ctor":
                 self.bind(self.estimators, target, key)
             elif target is not None and kind == "numpy":
@@ -888,6 +898,7 @@ class _UseCollector(_Scoped):
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             self.ctor_scope = ctor[1] if ctor is not None else None
             self.ctor_path = ctor[0] if ctor is not None else None
+            self.ctor_at = self.ctor_seq.get(ctor) if ctor is not None else None
             if plan is not None and (plan.convert or (plan.tpu and mode not in plan.off_tpu)):
                 # Whether or not its input can be rewritten, this call runs a TPUEstimator.
                 site.tpu = True
@@ -1359,18 +1370,29 @@ class _UseCollector(_Scoped):
         if parts[0] in self.reach:
             return BatchSize(mode, ".".join([self.reach[parts[0]], *parts[1:]]), True)
         head = parts[0] or _subscript_head(expr)  # `hparams["batch_size"]` reads hparams
-        return BatchSize(mode, text, bool(head) and self.ctor_scope_knows(head))
+        known = bool(head) and self.ctor_scope_knows(head)
+        if not known and isinstance(expr, cst.Name) and self.src.module_assigns.get(text) == 1:
+            # a module constant bound once, after the Estimator: its value, not its name
+            value = self.src.constants.get(text) if self.ctor_path == self.src.path else None
+            if value is not None:
+                return BatchSize(mode, str(value), True)
+        return BatchSize(mode, text, known)
 
     ctor_scope: str | None = None
     ctor_path: str | None = None
+    ctor_at: int | None = None  # the constructor's position in this module's walk
     reach: dict[str, str] = {}  # noqa: RUF012 - replaced, never mutated
 
     def ctor_scope_knows(self, name: str) -> bool:
         if self.ctor_path is not None and self.ctor_path != self.src.path:
             return False  # built by a function in another module: only literals travel
+        scope = self.ctor_scope
+        bound = self.first_bound.get((scope, name)) if scope is not None else None
+        if bound is not None and self.ctor_at is not None and bound >= self.ctor_at:
+            return False  # first bound after the Estimator is built: unbound there
         if name in self.src.constants or name in self.src.imports.bindings:
             return True
-        return self.ctor_scope is not None and self.ctor_scope == self.here
+        return scope is not None and scope == self.here
 
     @staticmethod
     def code_of(src: SourceModule, node: cst.CSTNode) -> str:
