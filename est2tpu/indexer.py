@@ -541,6 +541,10 @@ class _UseCollector(_Scoped):
         # builds the Estimator, then sets `train_batch_size = 64`, then the input lambdas)
         self.first_bound: dict[tuple[str, str], int] = {}
         self.ctor_seq: dict[CallKey, int] = {}
+        # `if`/`else` branches around the walk's position, innermost last: (id(If), 0 in its
+        # body, 1 in its else); and the branch each bound value was bound in
+        self.branches: list[tuple[int, int]] = []
+        self.branch_of: dict[int, tuple[int, int]] = {}
 
     def collect(self) -> None:
         shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
@@ -620,12 +624,35 @@ class _UseCollector(_Scoped):
     def code(self, node: cst.CSTNode) -> str:
         return node_code(node)
 
+    def visit_If(self, node: cst.If) -> None:
+        self.branches.append((id(node), 0))
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.branches.pop()
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self.branches[-1] = (self.branches[-1][0], 1)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             for bound in target_names(t.target):
                 self.first_bound.setdefault((self.here, bound), self.seq)
         if len(node.targets) != 1:
             return
+        unpacked = node.targets[0].target
+        if isinstance(node.value, cst.Call) and isinstance(unpacked, cst.Tuple):
+            # `train_fn, eval_fn = make_input_fns(...)`: each name holds one element of what
+            # the call returns (`make_input_fns(...)[0]`, for the input function analysis)
+            for i, element in enumerate(unpacked.elements):
+                if isinstance(element, cst.StarredElement):
+                    break
+                if isinstance(element.value, cst.Name):
+                    item = cst.Subscript(
+                        node.value, [cst.SubscriptElement(cst.Index(cst.Integer(str(i))))]
+                    )
+                    self.bind(self.values, element.value.value, item)
+                    if self.branches:
+                        self.branch_of[id(item)] = self.branches[-1]
         if isinstance(node.targets[0].target, cst.Name) and isinstance(
             node.value, (cst.Call, cst.Lambda)
         ):
@@ -956,6 +983,9 @@ class _UseCollector(_Scoped):
             if isinstance(value, cst.Lambda):
                 return self.bound_lambda(expr.value, value, mode, site, commit, depth)
             if value is not None:
+                other = self.other_branch(expr.value, value)
+                if other is not None:
+                    return self.both_branches(other, value, mode, site, commit, depth)
                 return self.analyse_input_fn(value, mode, site, commit, depth + 1)
         bindings: dict[str, cst.BaseExpression] = {}
         via_lambda: cst.Lambda | None = None
@@ -1054,6 +1084,26 @@ class _UseCollector(_Scoped):
                     return None
                 target_key = inner
                 bindings = _bind(self.ix.fn(factory), expr)
+        elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
+            # one of the input functions a project factory returns together
+            made = expr.value
+            factory = self.ix.resolve_fn(self.src, self.here, made.func)
+            index = _int_subscript(expr)
+            inner = (
+                _returned_def(self.ix, factory, index)
+                if factory is not None and index is not None
+                else None
+            )
+            if factory is None or inner is None:
+                site.problems.append(
+                    f"input_fn is one of the values `{self.code(made.func)}(...)` returns, "
+                    "and not a function defined in a project function that returns it; it "
+                    "must accept `params` and batch with params['batch_size'] (a def that "
+                    "builds its dataset inside it, not a lambda over a dataset built before)"
+                )
+                return None
+            target_key = inner
+            bindings = _bind(self.ix.fn(factory), made)
         else:
             target_key = self.ix.resolve_fn(self.src, self.here, expr)
             if target_key is None:
@@ -1230,6 +1280,42 @@ class _UseCollector(_Scoped):
             site.sized_input = True
             self.ix.index.numpy_inputs.add(key)
         return batch
+
+    def other_branch(self, name: str, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The value `name` is given in the `if` branch when `value` is its binding in the
+        `else` branch of the same `if` (both are live after it)."""
+        where = self.branch_of.get(id(value))
+        if where is None or where[1] != 1:
+            return None
+        for (scope, bound), values in self.values.items():
+            if bound != name or scope != self.here:
+                continue
+            for _, other in values:
+                if self.branch_of.get(id(other)) == (where[0], 0):
+                    return other
+        return None
+
+    def both_branches(
+        self,
+        first: cst.BaseExpression,
+        second: cst.BaseExpression,
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+        depth: int,
+    ) -> BatchSize | None:
+        """An input function chosen by if/else (fake data or real): both are migrated, and
+        they must batch by one size, the one the TPUEstimator gets."""
+        sizes = [self.analyse_input_fn(v, mode, site, commit, depth + 1) for v in (first, second)]
+        if sizes[0] is None or sizes[1] is None:
+            return None
+        if sizes[0].code != sizes[1].code:
+            site.problems.append(
+                f"the input functions chosen by if/else batch by different sizes "
+                f"({sizes[0].code}, {sizes[1].code}); TPUEstimator takes one batch size per mode"
+            )
+            return None
+        return sizes[1]
 
     def bound_lambda(
         self,
@@ -1519,6 +1605,13 @@ def _default(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
     return None
 
 
+def _int_subscript(expr: cst.Subscript) -> int | None:
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    value = expr.slice[0].slice.value
+    return int(value.value) if isinstance(value, cst.Integer) else None
+
+
 def _arg_index(lam: cst.Lambda, value: cst.BaseExpression) -> int | None:
     body = lam.body
     assert isinstance(body, cst.Call)
@@ -1528,9 +1621,22 @@ def _arg_index(lam: cst.Lambda, value: cst.BaseExpression) -> int | None:
     return None
 
 
-def _returned_def(ix: Indexer, factory: FnKey) -> FnKey | None:
+def _returned_def(ix: Indexer, factory: FnKey, index: int | None = None) -> FnKey | None:
+    """The def nested in `factory` that it returns (element `index` of the tuple it
+    returns, `return train_input_fn, eval_input_fn, vocabulary`)."""
     returned, _ = _returns(ix.fn(factory))
+    if index is not None:
+        returned = [
+            value.elements[index].value
+            if isinstance(value, cst.Tuple)
+            and index < len(value.elements)
+            and all(not isinstance(e, cst.StarredElement) for e in value.elements)
+            else None
+            for value in returned
+        ]
     names = [value.value for value in returned if isinstance(value, cst.Name)]
+    if index is not None and len(names) != len(returned):
+        return None
     if len(set(names)) != 1:
         return None
     key = f"{factory[1]}.{names[0]}"
