@@ -237,7 +237,10 @@ def _one_pass_over(src: SourceModule, fn: cst.FunctionDef) -> str | None:
             return False
 
     walk(source, V())
-    plain = isinstance(source, (cst.Name, cst.Tuple, cst.Dict))
+    # read again at the call site: no call there (`np.random.rand(n)` would draw anew)
+    plain = isinstance(source, (cst.Name, cst.Tuple, cst.Dict)) and not any(
+        True for _ in iter_calls(source)
+    )
     locals_ = _assigned_in(fn) | set(param_names(fn))
     if not plain or not names or any(n in locals_ or src.module_assigns.get(n) != 1 for n in names):
         return None
@@ -987,6 +990,13 @@ class _UseCollector(_Scoped):
                 if other is not None:
                     return self.both_branches(other, value, mode, site, commit, depth)
                 return self.analyse_input_fn(value, mode, site, commit, depth + 1)
+        if (
+            isinstance(expr, cst.Call)
+            and expr.args
+            and self.shim_name(expr.func) == "sized_input_fn"
+        ):
+            # marked by a run before (EvalSpec(steps=None)): the input function it marks
+            return self.analyse_input_fn(expr.args[0].value, mode, site, commit, depth + 1)
         bindings: dict[str, cst.BaseExpression] = {}
         via_lambda: cst.Lambda | None = None
         via_partial = False
@@ -1306,8 +1316,11 @@ class _UseCollector(_Scoped):
     ) -> BatchSize | None:
         """An input function chosen by if/else (fake data or real): both are migrated, and
         they must batch by one size, the one the TPUEstimator gets."""
-        sizes = [self.analyse_input_fn(v, mode, site, commit, depth + 1) for v in (first, second)]
-        if sizes[0] is None or sizes[1] is None:
+        sizes = [self.analyse_input_fn(first, mode, site, commit, depth + 1)]
+        if sizes[0] is None:
+            return None  # its finding says what to do; the other branch waits for it
+        sizes.append(self.analyse_input_fn(second, mode, site, commit, depth + 1))
+        if sizes[1] is None:
             return None
         if sizes[0].code != sizes[1].code:
             site.problems.append(

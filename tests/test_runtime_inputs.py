@@ -234,6 +234,8 @@ _EVAL_STEPS_PROBE = textwrap.dedent(
         "pandas": tpu_runtime.pandas_input_fn(
             pd.DataFrame({"x": [1.0, 2.0, 3.0]}), num_epochs=1, shuffle=False
         ).num_examples,
+        "marked": tpu_runtime.sized_input_fn(model_fn, examples=(x["x"], [0] * 10)).num_examples,
+        "marked_is_itself": tpu_runtime.sized_input_fn(model_fn, examples=x) is model_fn,
         "cpu_steps": tpu_runtime.eval_steps(estimator, one),
         "plain_steps": tpu_runtime.eval_steps(tf.estimator.Estimator(model_fn), one),
     }))
@@ -252,6 +254,8 @@ def test_eval_steps_are_the_originals_off_tpu() -> None:
         "two": 20,
         "endless": None,
         "pandas": 3,
+        "marked": 10,
+        "marked_is_itself": True,
         "cpu_steps": None,
         "plain_steps": None,
     }

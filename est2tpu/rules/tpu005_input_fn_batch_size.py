@@ -225,7 +225,8 @@ class InputFnBatchSize(Rule):
         if method == "evaluate" and site.tpu and kwarg(original_node, "steps") is None:
             positional = [a for a in original_node.args if a.keyword is None]
             sized = site.sized_input or site.examples_code is not None
-            if len(positional) < 2 and sized and not site.problems:
+            # under --no-runtime there is no tpu_runtime.evaluate: the finding stays
+            if len(positional) < 2 and sized and not site.problems and self.state.use_runtime:
                 # A numpy/pandas input knows its length, and so do the arrays a
                 # from_tensor_slices input reads once: on TPU the runtime counts the steps,
                 # elsewhere it evaluates to the end of the input, as before.
@@ -251,11 +252,7 @@ class InputFnBatchSize(Rule):
                 and isinstance(steps.value, cst.Name)
                 and steps.value.value == "None"
             ):
-                self.refuse(
-                    original_node,
-                    "EvalSpec(steps=None): TPU evaluation cannot stop at the end of the input; "
-                    "give a number of steps",
-                )
+                return self._eval_spec_to_the_end(original_node, updated_node, site)
         if not site.lambda_params:
             return updated_node
         arg = kwarg(updated_node, "input_fn") or next(
@@ -271,6 +268,49 @@ class InputFnBatchSize(Rule):
         return updated_node.with_changes(
             args=[a.with_changes(value=new_lam) if a is arg else a for a in updated_node.args]
         )
+
+    def _eval_spec_to_the_end(
+        self, original_node: cst.Call, updated_node: cst.Call, site: UseSite
+    ) -> cst.Call:
+        """`EvalSpec(input_fn, steps=None)` evaluates to the end of the input.
+
+        tpu_runtime.train_and_evaluate (TPU012) keeps that on CPU/GPU and on a TPU, which
+        cannot see the end, evaluates the whole batches of an input whose length it knows:
+        the shim's numpy/pandas input functions carry it; an input function that reads
+        module-level arrays once is marked with them by `tpu_runtime.sized_input_fn`.
+        """
+        arg = kwarg(updated_node, "input_fn") or next(
+            (a for a in updated_node.args if a.keyword is None), None
+        )
+        if arg is not None and self._sized_call(arg.value):
+            return updated_node  # marked by a run before
+        if site.problems or not self.state.use_runtime or arg is None:
+            pass
+        elif site.sized_input:
+            self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
+            return updated_node
+        elif site.examples_code is not None and isinstance(arg.value, cst.Name):
+            self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
+            marked = with_kwarg(
+                cst.Call(self.runtime("sized_input_fn"), [cst.Arg(arg.value)]),
+                "examples",
+                cst.parse_expression(site.examples_code),
+            )
+            return updated_node.with_changes(
+                args=[a.with_changes(value=marked) if a is arg else a for a in updated_node.args]
+            )
+        self.refuse(
+            original_node,
+            "EvalSpec(steps=None): TPU evaluation cannot stop at the end of the input, and "
+            "est2tpu cannot tell the input's length (only of numpy/pandas inputs and of "
+            "module-level arrays a from_tensor_slices input reads once); give a number of "
+            "steps",
+        )
+        return updated_node
+
+    def _sized_call(self, expr: cst.BaseExpression) -> bool:
+        qualified = self.state.imports.qualify(expr.func) if isinstance(expr, cst.Call) else None
+        return qualified == "est2tpu.runtime.sized_input_fn"
 
     def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
         site = self.state.index.bound_lambdas.get(
@@ -731,7 +771,7 @@ def _map_tail(rule: Rule, fn: cst.FunctionDef, tail: _Tail) -> cst.FunctionDef:
     if tail.identity:
         ret = cst.SimpleStatementLine(
             [cst.Return(tail.dataset.with_changes(lpar=[], rpar=[]))],
-            leading_lines=[*blank, *leading],
+            leading_lines=leading,
         )
         return fn.with_changes(body=fn.body.with_changes(body=[*body[: tail.start], ret]))
     taken = {n.value for n in _all_names(fn)}

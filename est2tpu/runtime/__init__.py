@@ -23,6 +23,7 @@ __all__ = [
     "pandas_input_fn",
     "premade",
     "run_config",
+    "sized_input_fn",
     "train_and_evaluate",
     "use_tpu",
 ]
@@ -37,6 +38,12 @@ from est2tpu.runtime._tpu import (
     run_config,
     use_tpu,
 )
-from est2tpu.runtime.inputs import eval_steps, evaluate, numpy_input_fn, pandas_input_fn
+from est2tpu.runtime.inputs import (
+    eval_steps,
+    evaluate,
+    numpy_input_fn,
+    pandas_input_fn,
+    sized_input_fn,
+)
 from est2tpu.runtime.keras import model_to_estimator
 from est2tpu.runtime.loop import train_and_evaluate

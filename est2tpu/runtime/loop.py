@@ -27,7 +27,10 @@ checkpoint after ``throttle_secs``; the input pipeline's state must be
 checkpointable (``tf.data`` transformations are; a ``py_function`` or other
 external state is not restored, and TensorFlow logs a warning); and with
 ``max_steps=None`` training still ends when the input ends (one pass over a
-finite input), then evaluates the last checkpoint.
+finite input), then evaluates the last checkpoint.  ``EvalSpec(steps=None)`` (to the
+end of the input, which a TPU cannot detect) evaluates the whole batches of an input of
+known length (the shim's ``numpy_input_fn``/``pandas_input_fn``, or one marked by
+``sized_input_fn``), and fails as TPUEstimator does for any other.
 """
 
 from __future__ import annotations
@@ -84,9 +87,16 @@ def _evaluate_and_export(
 ) -> tuple[Any, list[Any]]:
     import tensorflow as tf
 
+    from est2tpu.runtime.inputs import eval_steps
+
+    steps = eval_spec.steps
+    if steps is None:
+        # EvalSpec(steps=None) evaluates to the end of the input, which a TPU cannot
+        # detect: the whole batches of an input of known length (elsewhere still None)
+        steps = eval_steps(estimator, eval_spec.input_fn)
     eval_result = estimator.evaluate(
         input_fn=eval_spec.input_fn,
-        steps=eval_spec.steps,
+        steps=steps,
         name=eval_spec.name,
         checkpoint_path=checkpoint,
         hooks=list(eval_spec.hooks),
