@@ -18,7 +18,7 @@ from est2tpu.batching import (
     int_literal,
     is_params_batch_size,
 )
-from est2tpu.cstutil import iter_calls, target_names, walk
+from est2tpu.cstutil import iter_calls, names_read, target_names, walk
 from est2tpu.index import (
     BatchSize,
     CallKey,
@@ -543,6 +543,7 @@ class _UseCollector(_Scoped):
         # batch size named at the constructor must be bound before it (a notebook cell that
         # builds the Estimator, then sets `train_batch_size = 64`, then the input lambdas)
         self.first_bound: dict[tuple[str, str], int] = {}
+        self.module_values: dict[str, cst.BaseExpression] = {}  # `name = <value>` at top level
         self.ctor_seq: dict[CallKey, int] = {}
         # `if`/`else` branches around the walk's position, innermost last: (id(If), 0 in its
         # body, 1 in its else); and the branch each bound value was bound in
@@ -640,6 +641,8 @@ class _UseCollector(_Scoped):
         for t in node.targets:
             for bound in target_names(t.target):
                 self.first_bound.setdefault((self.here, bound), self.seq)
+            if not self.here and isinstance(t.target, cst.Name):
+                self.module_values[t.target.value] = node.value
         if len(node.targets) != 1:
             return
         unpacked = node.targets[0].target
@@ -1475,7 +1478,25 @@ class _UseCollector(_Scoped):
             value = self.src.constants.get(text) if self.ctor_path == self.src.path else None
             if value is not None:
                 return BatchSize(mode, str(value), True)
+            moved = self.module_values.get(text) if self.ctor_scope == "" else None
+            if moved is not None and self.computable_at_ctor(moved):
+                # `eval_batch_size = 100 if DEVELOP_MODE else 10000` after the Estimator:
+                # the same expression, of names bound once before it, at the constructor
+                return BatchSize(mode, self.code(moved), True)
         return BatchSize(mode, text, known)
+
+    def computable_at_ctor(self, value: cst.BaseExpression) -> bool:
+        """A module-level expression without calls whose names are all bound once, at module
+        level, before the (module-level) Estimator: it has the same value there."""
+        if self.ctor_path != self.src.path or self.ctor_at is None or any(iter_calls(value)):
+            return False
+        if not isinstance(value, (cst.Name, cst.Integer, cst.IfExp, cst.BinaryOperation)):
+            return False
+        return all(
+            self.src.module_assigns.get(name.value) == 1
+            and self.first_bound.get(("", name.value), self.ctor_at) < self.ctor_at
+            for name in names_read(value)
+        )
 
     ctor_scope: str | None = None
     ctor_path: str | None = None
