@@ -43,6 +43,8 @@ class InputFnPlan:
     # calls pass once the function reads params["batch_size"]
     batch_literal: str | None = None
     batch_param: str | None = None  # or the parameter (with that default) it batched by
+    # its dataset comes from a project helper that repeats it (`make(..., repeat=True)`)
+    helper_repeats: bool = False
 
 
 @dataclass

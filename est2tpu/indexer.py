@@ -1128,6 +1128,7 @@ class _UseCollector(_Scoped):
         plan = self.ix.index.input_fns.setdefault(target_key, InputFnPlan())
         plan.modes.add(mode)
         fn = self.ix.fn(target_key)
+        plan.helper_repeats = plan.helper_repeats or _helper_repeats(self.ix, target_key)
         fn_params = param_names(fn)
         site.lacks_params = "params" not in (
             param_names(via_lambda) if via_lambda is not None else fn_params
@@ -1600,6 +1601,101 @@ def _partial_of(collector: _UseCollector, call: cst.Call) -> cst.BaseExpression 
     if not call.args or call.args[0].keyword is not None or call.args[0].star:
         return None
     return call.args[0].value
+
+
+# Dataset methods that keep a repeated dataset endless.
+_KEEPS_REPEATING = frozenset({"map", "batch", "prefetch", "shuffle", "cache"})
+
+
+def _helper_repeats(ix: Indexer, key: FnKey) -> bool:
+    """Whether the input function's dataset is made by a project helper that repeats it.
+
+    `dataset = make(..., shuffle_and_repeat=True)` (the input function's first statement,
+    and its only `.repeat` nowhere else) where `make` ends in `return D`, and its body is
+    statements `D = ...`, one `if shuffle_and_repeat: D = D.<...>.repeat()` and then only
+    `D = D.map/batch/prefetch/shuffle/cache(...)`, with the flag a literal True here.
+    """
+    fn = ix.fn(key)
+    src = ix.modules[key[0]]
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
+    first = body[0] if body else None
+    if not isinstance(first, cst.SimpleStatementLine) or len(first.body) != 1:
+        return False
+    made = first.body[0]
+    if not (isinstance(made, cst.Assign) and isinstance(made.value, cst.Call)):
+        return False
+    helper_key = ix.resolve_fn(src, key[1], made.value.func)
+    if helper_key is None or helper_key == key:
+        return False
+    helper = ix.fn(helper_key)
+    steps = helper.body.body if isinstance(helper.body, cst.IndentedBlock) else []
+    last = steps[-1] if steps else None
+    if not (
+        isinstance(last, cst.SimpleStatementLine)
+        and isinstance(last.body[0], cst.Return)
+        and isinstance(last.body[0].value, cst.Name)
+    ):
+        return False
+    name = last.body[0].value.value
+    flags = _bind(helper, made.value)
+    repeated = False
+    for stmt in steps[:-1]:
+        if repeated:
+            # a nested def (the map function) leaves the dataset as it is
+            if isinstance(stmt, cst.FunctionDef):
+                continue
+            if _kept_chain(stmt, name) not in _KEEPS_REPEATING:
+                return False
+            continue
+        if isinstance(stmt, cst.If) and _repeats_when(stmt, name, flags):
+            repeated = True
+        elif any(_method(c) == "repeat" for c in iter_calls(stmt, into_defs=True)):
+            return False
+    return repeated
+
+
+def _repeats_when(stmt: cst.If, name: str, flags: dict[str, cst.BaseExpression]) -> bool:
+    """`if flag: D = D.<...>.repeat()` with `flag` passed as True."""
+    flag = stmt.test
+    passed = flags.get(flag.value) if isinstance(flag, cst.Name) else None
+    if stmt.orelse is not None or not isinstance(stmt.body, cst.IndentedBlock):
+        return False
+    inner = stmt.body.body
+    return (
+        isinstance(passed, cst.Name)
+        and passed.value == "True"
+        and len(inner) == 1
+        and _kept_chain(inner[0], name) == "repeat"
+    )
+
+
+def _method(call: cst.Call) -> str:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+
+
+def _kept_chain(stmt: cst.BaseStatement, name: str) -> str | None:
+    """`D = D.a(...).b(...)` -> "b" when every method of the chain keeps an endless dataset
+    endless (or is the last, returned for the caller to judge); None otherwise."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return None
+    assign = stmt.body[0]
+    if not (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, cst.Name)
+        and assign.targets[0].target.value == name
+    ):
+        return None
+    expr: cst.BaseExpression = assign.value
+    methods: list[str] = []
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        methods.append(expr.func.attr.value)
+        expr = expr.func.value
+    if not methods or not (isinstance(expr, cst.Name) and expr.value == name):
+        return None
+    if any(m not in _KEEPS_REPEATING for m in methods[1:]):
+        return None
+    return methods[0]
 
 
 def _bind(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:

@@ -104,7 +104,12 @@ class InputFnBatchSize(Rule):
                     "it a `mode` argument or split it",
                 )
         to_params = plan.batch_to_params
-        if Mode.TRAIN in plan.modes and plan.committed and not _repeats(original_node):
+        if (
+            Mode.TRAIN in plan.modes
+            and plan.committed
+            and not plan.helper_repeats
+            and not _repeats(original_node)
+        ):
             self.refuse(
                 original_node,
                 "the training input does not .repeat(); on TPU the infeed must not run dry "
