@@ -21,6 +21,7 @@ from est2tpu.cstutil import (
     indented_blocks,
     iter_calls,
     kwarg,
+    scalar_tensor,
     target_names,
     unique_name,
     walk,
@@ -248,16 +249,7 @@ class EvalMetrics(Rule):
         return bool(values) and all(plain(v) for v in values)
 
     def _scalar(self, values: list[cst.BaseExpression | None]) -> bool:
-        if len(values) != 1 or not isinstance(values[0], cst.Call):
-            return False
-        call = values[0]
-        name = self.tf_name(call.func) or ""
-        if name.startswith(("losses.", "compat.v1.losses.")):
-            return True
-        if name.split(".")[-1] in ("reduce_mean", "reduce_sum"):
-            positional = [a for a in call.args if a.keyword is None]
-            return len(positional) < 2 and kwarg(call, "axis") is None
-        return False
+        return scalar_tensor(values, self.tf_name)
 
     def _tensor_list(self, atoms: Sequence[Atom]) -> cst.List:
         elements = []
@@ -629,6 +621,8 @@ def _defining_statements(
             continue
         for i, stmt in enumerate(block.body):
             if not isinstance(stmt, cst.SimpleStatementLine):
+                if isinstance(stmt, cst.FunctionDef) and var in assigned_names(stmt):
+                    continue  # its own `var` (a host_call_fn builds the dict again)
                 if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
                     found.append((block, i, "set"))
                 elif _header_reads(stmt, var):

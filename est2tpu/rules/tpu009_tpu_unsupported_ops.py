@@ -14,8 +14,10 @@ from est2tpu.cstutil import (
     iter_calls,
     kwarg,
     names_read,
+    scalar_tensor,
     walk,
 )
+from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
 # Summaries a model_fn writes that move to host_call as the TPU reference models write them
@@ -99,7 +101,20 @@ class TpuUnsupported(Rule):
     # -- summaries -> host_call -------------------------------------------------------------
 
     def _summary(self, stmt: cst.BaseStatement) -> tuple[str, cst.Call] | None:
-        """(kind, call) for `tf.compat.v1.summary.scalar("tag", tensor)` alone on its line."""
+        """(kind, call) for `tf.compat.v1.summary.scalar("tag", tensor)` alone on its line,
+        or for a loop that writes one per metric of a dict: `for name, op in
+        metrics.items(): tf.summary.scalar(name, op[1])` (its tensor reads `op` only)."""
+        if (loop := _metrics_loop(stmt)) is not None:
+            inner, key, value, _ = loop
+            found = self._summary(inner)
+            if found is None:
+                return None
+            tag, tensor = found[1].args[0].value, found[1].args[1].value
+            if not (isinstance(tag, cst.Name) and tag.value == key):
+                return None
+            if {n.value for n in free_names(tensor)} != {value}:
+                return None
+            return found
         if not (
             isinstance(stmt, cst.SimpleStatementLine)
             and len(stmt.body) == 1
@@ -111,9 +126,33 @@ class TpuUnsupported(Rule):
         kind = MOVABLE.get(self.tf_name(call.func) or "")
         if kind is None or len(call.args) != 2 or any(a.keyword or a.star for a in call.args):
             return None
-        if not isinstance(call.args[0].value, cst.SimpleString):
+        if not isinstance(call.args[0].value, (cst.SimpleString, cst.Name)):
             return None
         return kind, call
+
+    def _metrics_value(self, value: cst.BaseExpression) -> bool:
+        """A metric (`tf.metrics.accuracy(...)`), a dict literal of metrics, or a call of the
+        project's own function (`get_metrics(labels, logits)`), which TPU003 takes for the
+        metrics dict it returns: built again on the host from the tensors it reads."""
+        if isinstance(value, cst.Dict):
+            return bool(value.elements) and all(
+                isinstance(e, cst.DictElement)
+                and self._metrics_value(e.value)
+                and not isinstance(e.value, cst.Dict)
+                for e in value.elements
+            )
+        if not isinstance(value, cst.Call):
+            return False
+        name = self.tf_name(value.func)
+        if name is not None:
+            return name.startswith(METRIC_PREFIXES)
+        return (
+            dotted(value.func) is not None
+            and dotted(value.func) not in ("dict", "None")
+            and not (self.state.imports.qualify(value.func) or "").startswith(
+                ("tensorflow", "tf_keras", "keras")
+            )
+        )
 
     def _eval_only(self, test: cst.BaseExpression) -> bool:
         """`mode == ModeKeys.EVAL` (or PREDICT): code the Estimator never trains through."""
@@ -225,8 +264,7 @@ class TpuUnsupported(Rule):
                 and isinstance(st.body[0], cst.Assign)
                 and len(st.body[0].targets) == 1
                 and isinstance(st.body[0].targets[0].target, cst.Name)
-                and isinstance(st.body[0].value, cst.Call)
-                and (self.tf_name(st.body[0].value.func) or "").startswith(METRIC_PREFIXES)
+                and self._metrics_value(st.body[0].value)
             ):
                 metric_stmts[st.body[0].targets[0].target.value] = st
 
@@ -260,9 +298,19 @@ class TpuUnsupported(Rule):
         ]
         for number, (stmt, index, (kind, call), in_body) in enumerate(statements):
             tag, tensor = call.args[0].value, call.args[1].value
+            loop = _metrics_loop(stmt)
+            if loop is None and not isinstance(tag, cst.SimpleString):
+                return None
             reads = free_names(tensor)
+            if loop is not None:
+                # the loop reads its dict: rebuilt on the host, and looped over there
+                reads = [cst.Name(loop[3])]
+                if reads[0].value not in metric_stmts:
+                    return None
             metrics = {n.value for n in reads} & set(metric_stmts)
             if in_body or not bound_once(reads, index):
+                if loop is not None:
+                    return None
                 param = f"summary_{number}"
                 if param in locals_ or any(
                     isinstance(value, cst.Call)
@@ -298,15 +346,22 @@ class TpuUnsupported(Rule):
                         isinstance(value, cst.Dict) for n in inputs for value in locals_[n.value]
                     ):
                         return None  # a dict of tensors cannot travel to the host as one
-                    if not bound_once(inputs, metric_at[m]) or any(
-                        n.value in NOT_TENSORS for n in inputs
-                    ):
+                    if not bound_once(inputs, metric_at[m]):
                         return None
                     for n in inputs:
+                        if n.value in NOT_TENSORS:
+                            continue  # a Python value (params, mode): closed over
                         if n.value not in metric_inputs:
                             metric_inputs[n.value] = n.value
                             params.append(cst.Param(cst.Name(n.value)))
-                            passed.append(cst.Element(cst.Name(n.value)))
+                            tensor_in: cst.BaseExpression = cst.Name(n.value)
+                            if scalar_tensor(locals_[n.value], self.tf_name):
+                                # TPUEstimator concatenates host_call tensors on dim 0
+                                tensor_in = cst.Call(
+                                    self.tf("reshape"),
+                                    [cst.Arg(tensor_in), cst.Arg(cst.parse_expression("[1]"))],
+                                )
+                            passed.append(cst.Element(tensor_in))
                     host.append(metric_stmts[m].with_changes(leading_lines=()))
                     used_metrics.append(m)
                 others = [n for n in reads if n.value in locals_ and n.value not in metrics]
@@ -328,29 +383,34 @@ class TpuUnsupported(Rule):
                 value_on_host = (
                     cst.parse_expression(f"{param}[0]") if kind == "scalar" else cst.Name(param)
                 )
-            host.append(
-                cst.SimpleStatementLine(
-                    [
-                        cst.Expr(
-                            cst.Call(
-                                self.tf(f"compat.v2.summary.{kind}"),
-                                [
-                                    cst.Arg(tag),
-                                    cst.Arg(value_on_host),
-                                    cst.Arg(
-                                        step,
-                                        keyword=cst.Name("step"),
-                                        equal=cst.AssignEqual(
-                                            whitespace_before=cst.SimpleWhitespace(""),
-                                            whitespace_after=cst.SimpleWhitespace(""),
-                                        ),
+            written = cst.SimpleStatementLine(
+                [
+                    cst.Expr(
+                        cst.Call(
+                            self.tf(f"compat.v2.summary.{kind}"),
+                            [
+                                cst.Arg(tag),
+                                cst.Arg(value_on_host),
+                                cst.Arg(
+                                    step,
+                                    keyword=cst.Name("step"),
+                                    equal=cst.AssignEqual(
+                                        whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace(""),
                                     ),
-                                ],
-                            )
+                                ),
+                            ],
                         )
-                    ]
-                )
+                    )
+                ]
             )
+            if loop is not None:
+                assert isinstance(stmt, cst.For) and isinstance(stmt.body, cst.IndentedBlock)
+                host.append(
+                    stmt.with_changes(body=stmt.body.with_changes(body=[written]), leading_lines=())
+                )
+            else:
+                host.append(written)
         code = cst.Module([]).code_for_node
 
         def tf(name: str) -> str:
@@ -416,7 +476,7 @@ class TpuUnsupported(Rule):
         specs = 0
         for i, st in enumerate(body.body):
             if i == last:
-                assert isinstance(st, cst.SimpleStatementLine)  # a summary statement
+                assert isinstance(st, (cst.SimpleStatementLine, cst.For))  # a summary
                 if id(st) in captured:
                     new_body.append(captured[id(st)])
                     new_body.append(host_fn)
@@ -621,6 +681,32 @@ class TpuUnsupported(Rule):
                 return True
 
         walk(fn, V())
+
+
+def _metrics_loop(stmt: cst.BaseStatement) -> tuple[cst.BaseStatement, str, str, str] | None:
+    """(the one statement of its body, key name, value name, dict name) for `for key, value
+    in <dict>.items():` with one statement in its body and no else."""
+    if not (
+        isinstance(stmt, cst.For)
+        and stmt.orelse is None
+        and stmt.asynchronous is None
+        and isinstance(stmt.body, cst.IndentedBlock)
+        and len(stmt.body.body) == 1
+        and isinstance(stmt.target, cst.Tuple)
+        and len(stmt.target.elements) == 2
+        and all(isinstance(e.value, cst.Name) for e in stmt.target.elements)
+        and isinstance(stmt.iter, cst.Call)
+        and not stmt.iter.args
+        and isinstance(stmt.iter.func, cst.Attribute)
+        and stmt.iter.func.attr.value == "items"
+        and isinstance(stmt.iter.func.value, cst.Name)
+    ):
+        return None
+    key, value = (e.value for e in stmt.target.elements)
+    assert isinstance(key, cst.Name) and isinstance(value, cst.Name)
+    if key.value == value.value:
+        return None
+    return stmt.body.body[0], key.value, value.value, stmt.iter.func.value.value
 
 
 def _keep_config(fn: cst.FunctionDef) -> cst.FunctionDef | None:
