@@ -470,7 +470,9 @@ def scalar_tensor(
 ) -> bool:
     """A local bound once, to a loss (`tf.compat.v1.losses.*`) or a whole-tensor
     `reduce_mean`/`reduce_sum`: a scalar, which TPUEstimator cannot concatenate across
-    shards (metric_fn and host_call tensors get a batch dimension)."""
+    shards (metric_fn and host_call tensors get a batch dimension). A `None` bound too
+    (`loss = None` for the modes without one) does not count."""
+    values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
     if len(values) != 1 or not isinstance(values[0], cst.Call):
         return False
     call = values[0]

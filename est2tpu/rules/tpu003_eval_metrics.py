@@ -119,7 +119,7 @@ class EvalMetrics(Rule):
                 name = read.value
                 if name in metric_names or name == own or name not in locals_:
                     continue
-                stmt = self._metric_statement(fn, name, locals_)
+                stmt = self._metric_statement(fn, name, locals_, expr)
                 if stmt is None:
                     continue
                 metric_names.update(_assigned_in(stmt))
@@ -152,9 +152,11 @@ class EvalMetrics(Rule):
         fn: cst.FunctionDef,
         name: str,
         locals_: dict[str, list[cst.BaseExpression | None]],
+        use: cst.CSTNode | None = None,
     ) -> cst.SimpleStatementLine | None:
-        """`name = <metric>(...)` or `name, op = <metric>(...)`, the one binding of `name`,
-        whose inputs are bound once (so they hold the same tensors where the dict is)."""
+        """`name = <metric>(...)` or `name, op = <metric>(...)`, the one binding of `name`
+        (or the one that reaches `use`, see `_reaching_binding`), whose inputs are bound
+        once (so they hold the same tensors where the dict is)."""
         found: list[cst.SimpleStatementLine] = []
 
         class V(cst.CSTVisitor):
@@ -170,6 +172,16 @@ class EvalMetrics(Rule):
                     found.append(node)
 
         walk(fn, V())
+        if (
+            len(found) > 1
+            and len(locals_.get(name, ())) == len(found)  # all simple assignments
+            and use is not None
+            and (reaching := _reaching_binding(fn, name, use)) is not None
+            and any(reaching is f for f in found)
+            and isinstance(only := reaching.body[0], cst.Assign)
+        ):
+            found = [reaching]
+            locals_ = {**locals_, name: [only.value]}
         if len(found) != 1 or len(locals_.get(name, ())) != 1:
             if any(self._is_metric(v) for v in locals_.get(name, ())):
                 raise Refusal(
@@ -182,7 +194,11 @@ class EvalMetrics(Rule):
         if len(assign.targets) != 1 or not self._is_metric(assign.value):
             return None
         for read in free_names(assign.value):
-            if read.value in locals_ and len(locals_[read.value]) > 1:
+            if (
+                read.value in locals_
+                and len(locals_[read.value]) > 1
+                and not (use is not None and _unchanged_between(fn, found[0], use, read.value))
+            ):
                 raise Refusal(
                     f"the metric `{name}` reads `{read.value}`, which is assigned more than "
                     "once; build the metric inside metric_fn by hand"
@@ -600,6 +616,54 @@ def _header_reads(stmt: cst.BaseStatement, var: str) -> bool:
 
     walk(stmt, V())
     return total > sum(n.value == var for st in inner for n in free_names(st))
+
+
+def _unchanged_between(
+    fn: cst.FunctionDef, stmt: cst.SimpleStatementLine, use: cst.CSTNode, name: str
+) -> bool:
+    """`stmt` and the statement holding `use` are in one block, with no loop around `use`
+    and no binding of `name` from `stmt` to it: the tensors passed at `use` are those that
+    `stmt` read."""
+    holder = _holder(fn, use)
+    if holder is None:
+        return False
+    block, at = holder
+    index = next((i for i, st in enumerate(block.body[:at]) if st is stmt), None)
+    if index is None:
+        return False
+    return not any(_bindings(st)[name] for st in block.body[index : at + 1])
+
+
+def _holder(fn: cst.FunctionDef, use: cst.CSTNode) -> tuple[cst.IndentedBlock, int] | None:
+    """The innermost block of the model_fn with a statement holding `use`, and its index;
+    None when a loop holds it."""
+    holder: tuple[cst.IndentedBlock, int] | None = None
+    for block in indented_blocks(fn, into_defs=False):  # outer blocks first
+        for i, stmt in enumerate(block.body):
+            if _contains(stmt, use):
+                holder = (block, i)
+                if isinstance(stmt, (cst.For, cst.While)):
+                    return None
+    return holder
+
+
+def _reaching_binding(
+    fn: cst.FunctionDef, name: str, use: cst.CSTNode
+) -> cst.SimpleStatementLine | None:
+    """The binding of `name` that every path to `use` goes through last, when the model_fn
+    binds it in several places (a metric built again in each mode's branch): a statement of
+    the block that holds `use`, before it, with no other binding of `name` in between and no
+    loop around `use` (a later binding could come round to it)."""
+    holder = _holder(fn, use)
+    if holder is None:
+        return None
+    block, at = holder
+    if _bindings(block.body[at])[name] and not isinstance(block.body[at], cst.SimpleStatementLine):
+        return None
+    for stmt in reversed(block.body[:at]):
+        if _bindings(stmt)[name]:
+            return stmt if isinstance(stmt, cst.SimpleStatementLine) else None
+    return None
 
 
 def _defining_statements(

@@ -84,6 +84,7 @@ PROJECTS: dict[str, Project] = {
         Project("metrics_and_summaries", ("train.py",)),
         Project("summaries_beside_images", ("train.py",)),
         Project("metrics_dict_summaries", ("train.py",)),
+        Project("metric_in_each_mode_branch", ("train.py",)),
         Project("class_form_layers", ("train.py",)),
         Project("model_fn_in_a_class", ("train.py",)),
         Project("input_fn_factories", ("train.py",)),

@@ -48,6 +48,9 @@ EXPECTED_FINDINGS: dict[str, set[str]] = {
     # Issue 18.1b + 18.2: the metrics dict made by a project helper, its update op logged
     # while training; a dict of metrics logged in a loop: both rebuilt in host_call.
     "metrics_dict_summaries": set(),
+    # Issue 18.1: the metric built again in each mode's branch (TRAIN logs it, EVAL puts it
+    # in the dict), a metric reading `loss`, bound to None first.
+    "metric_in_each_mode_branch": set(),
     # Issue 18.5: tf.compat.v1.layers.Dense(...)(x) and the other class forms.
     "class_form_layers": set(),
     # Issue 19.4: the model_fn is a bound method (`model_fn=self.model_fn`) and the
