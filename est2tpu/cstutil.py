@@ -478,7 +478,11 @@ def scalar_tensor(
     call = values[0]
     name = tf_name(call.func) or ""
     if name.startswith(("losses.", "compat.v1.losses.")):
-        return True
+        # `reduction=Reduction.NONE` keeps one loss per example
+        reduction = kwarg(call, "reduction")
+        return reduction is None or not cst.Module([]).code_for_node(reduction.value).endswith(
+            "NONE"
+        )
     if name.split(".")[-1] in ("reduce_mean", "reduce_sum"):
         positional = [a for a in call.args if a.keyword is None]
         return len(positional) < 2 and kwarg(call, "axis") is None

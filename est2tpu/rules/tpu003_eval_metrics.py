@@ -121,6 +121,8 @@ class EvalMetrics(Rule):
                     continue
                 stmt = self._metric_statement(fn, name, locals_, expr)
                 if stmt is None:
+                    stmt = self._derived_statement(fn, name, locals_, expr)
+                if stmt is None:
                     continue
                 metric_names.update(_assigned_in(stmt))
                 stmts.append(stmt)
@@ -204,6 +206,50 @@ class EvalMetrics(Rule):
                     "once; build the metric inside metric_fn by hand"
                 )
         return found[0]
+
+    def _derived_statement(
+        self,
+        fn: cst.FunctionDef,
+        name: str,
+        locals_: dict[str, list[cst.BaseExpression | None]],
+        use: cst.CSTNode,
+    ) -> cst.SimpleStatementLine | None:
+        """`name = <expression of a metric's value>` (`perplexity = tf.exp(log_ppl_value)`
+        after `log_ppl_value, log_ppl_update = tf.compat.v1.metrics.mean(...)`): passed in
+        as a tensor, it would be the model_fn's copy of the metric, which nothing updates;
+        it is computed in metric_fn from metric_fn's own metric instead. Bound once, by a
+        statement of its own."""
+        if len(locals_.get(name, ())) != 1:
+            return None
+        found: list[cst.SimpleStatementLine] = []
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                small = node.body[0] if len(node.body) == 1 else None
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value == name
+                ):
+                    found.append(node)
+
+        walk(fn, V())
+        if len(found) != 1:
+            return None
+        assign = found[0].body[0]
+        assert isinstance(assign, cst.Assign)
+        for read in free_names(assign.value):
+            if (
+                read.value in locals_
+                and read.value != name
+                and self._metric_statement(fn, read.value, locals_, use) is not None
+            ):
+                return found[0]
+        return None
 
     def _atoms(
         self,
