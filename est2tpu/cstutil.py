@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import inspect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -462,3 +462,28 @@ def unique_name(name: str, taken: set[str]) -> str:
         candidate, n = f"{name}_{n}", n + 1
     taken.add(candidate)
     return candidate
+
+
+def scalar_tensor(
+    values: list[cst.BaseExpression | None],
+    tf_name: Callable[[cst.BaseExpression], str | None],
+) -> bool:
+    """A local bound once, to a loss (`tf.compat.v1.losses.*`) or a whole-tensor
+    `reduce_mean`/`reduce_sum`: a scalar, which TPUEstimator cannot concatenate across
+    shards (metric_fn and host_call tensors get a batch dimension). A `None` bound too
+    (`loss = None` for the modes without one) does not count."""
+    values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
+    if len(values) != 1 or not isinstance(values[0], cst.Call):
+        return False
+    call = values[0]
+    name = tf_name(call.func) or ""
+    if name.startswith(("losses.", "compat.v1.losses.")):
+        # `reduction=Reduction.NONE` keeps one loss per example
+        reduction = kwarg(call, "reduction")
+        return reduction is None or not cst.Module([]).code_for_node(reduction.value).endswith(
+            "NONE"
+        )
+    if name.split(".")[-1] in ("reduce_mean", "reduce_sum"):
+        positional = [a for a in call.args if a.keyword is None]
+        return len(positional) < 2 and kwarg(call, "axis") is None
+    return False

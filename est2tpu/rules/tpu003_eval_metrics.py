@@ -21,6 +21,7 @@ from est2tpu.cstutil import (
     indented_blocks,
     iter_calls,
     kwarg,
+    scalar_tensor,
     target_names,
     unique_name,
     walk,
@@ -118,7 +119,9 @@ class EvalMetrics(Rule):
                 name = read.value
                 if name in metric_names or name == own or name not in locals_:
                     continue
-                stmt = self._metric_statement(fn, name, locals_)
+                stmt = self._metric_statement(fn, name, locals_, expr)
+                if stmt is None:
+                    stmt = self._derived_statement(fn, name, locals_, expr)
                 if stmt is None:
                     continue
                 metric_names.update(_assigned_in(stmt))
@@ -151,9 +154,11 @@ class EvalMetrics(Rule):
         fn: cst.FunctionDef,
         name: str,
         locals_: dict[str, list[cst.BaseExpression | None]],
+        use: cst.CSTNode | None = None,
     ) -> cst.SimpleStatementLine | None:
-        """`name = <metric>(...)` or `name, op = <metric>(...)`, the one binding of `name`,
-        whose inputs are bound once (so they hold the same tensors where the dict is)."""
+        """`name = <metric>(...)` or `name, op = <metric>(...)`, the one binding of `name`
+        (or the one that reaches `use`, see `_reaching_binding`), whose inputs are bound
+        once (so they hold the same tensors where the dict is)."""
         found: list[cst.SimpleStatementLine] = []
 
         class V(cst.CSTVisitor):
@@ -169,6 +174,16 @@ class EvalMetrics(Rule):
                     found.append(node)
 
         walk(fn, V())
+        if (
+            len(found) > 1
+            and len(locals_.get(name, ())) == len(found)  # all simple assignments
+            and use is not None
+            and (reaching := _reaching_binding(fn, name, use)) is not None
+            and any(reaching is f for f in found)
+            and isinstance(only := reaching.body[0], cst.Assign)
+        ):
+            found = [reaching]
+            locals_ = {**locals_, name: [only.value]}
         if len(found) != 1 or len(locals_.get(name, ())) != 1:
             if any(self._is_metric(v) for v in locals_.get(name, ())):
                 raise Refusal(
@@ -181,12 +196,60 @@ class EvalMetrics(Rule):
         if len(assign.targets) != 1 or not self._is_metric(assign.value):
             return None
         for read in free_names(assign.value):
-            if read.value in locals_ and len(locals_[read.value]) > 1:
+            if (
+                read.value in locals_
+                and len(locals_[read.value]) > 1
+                and not (use is not None and _unchanged_between(fn, found[0], use, read.value))
+            ):
                 raise Refusal(
                     f"the metric `{name}` reads `{read.value}`, which is assigned more than "
                     "once; build the metric inside metric_fn by hand"
                 )
         return found[0]
+
+    def _derived_statement(
+        self,
+        fn: cst.FunctionDef,
+        name: str,
+        locals_: dict[str, list[cst.BaseExpression | None]],
+        use: cst.CSTNode,
+    ) -> cst.SimpleStatementLine | None:
+        """`name = <expression of a metric's value>` (`perplexity = tf.exp(log_ppl_value)`
+        after `log_ppl_value, log_ppl_update = tf.compat.v1.metrics.mean(...)`): passed in
+        as a tensor, it would be the model_fn's copy of the metric, which nothing updates;
+        it is computed in metric_fn from metric_fn's own metric instead. Bound once, by a
+        statement of its own."""
+        if len(locals_.get(name, ())) != 1:
+            return None
+        found: list[cst.SimpleStatementLine] = []
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                small = node.body[0] if len(node.body) == 1 else None
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value == name
+                ):
+                    found.append(node)
+
+        walk(fn, V())
+        if len(found) != 1:
+            return None
+        assign = found[0].body[0]
+        assert isinstance(assign, cst.Assign)
+        for read in free_names(assign.value):
+            if (
+                read.value in locals_
+                and read.value != name
+                and self._metric_statement(fn, read.value, locals_, use) is not None
+            ):
+                return found[0]
+        return None
 
     def _atoms(
         self,
@@ -248,16 +311,7 @@ class EvalMetrics(Rule):
         return bool(values) and all(plain(v) for v in values)
 
     def _scalar(self, values: list[cst.BaseExpression | None]) -> bool:
-        if len(values) != 1 or not isinstance(values[0], cst.Call):
-            return False
-        call = values[0]
-        name = self.tf_name(call.func) or ""
-        if name.startswith(("losses.", "compat.v1.losses.")):
-            return True
-        if name.split(".")[-1] in ("reduce_mean", "reduce_sum"):
-            positional = [a for a in call.args if a.keyword is None]
-            return len(positional) < 2 and kwarg(call, "axis") is None
-        return False
+        return scalar_tensor(values, self.tf_name)
 
     def _tensor_list(self, atoms: Sequence[Atom]) -> cst.List:
         elements = []
@@ -610,6 +664,54 @@ def _header_reads(stmt: cst.BaseStatement, var: str) -> bool:
     return total > sum(n.value == var for st in inner for n in free_names(st))
 
 
+def _unchanged_between(
+    fn: cst.FunctionDef, stmt: cst.SimpleStatementLine, use: cst.CSTNode, name: str
+) -> bool:
+    """`stmt` and the statement holding `use` are in one block, with no loop around `use`
+    and no binding of `name` from `stmt` to it: the tensors passed at `use` are those that
+    `stmt` read."""
+    holder = _holder(fn, use)
+    if holder is None:
+        return False
+    block, at = holder
+    index = next((i for i, st in enumerate(block.body[:at]) if st is stmt), None)
+    if index is None:
+        return False
+    return not any(_bindings(st)[name] for st in block.body[index : at + 1])
+
+
+def _holder(fn: cst.FunctionDef, use: cst.CSTNode) -> tuple[cst.IndentedBlock, int] | None:
+    """The innermost block of the model_fn with a statement holding `use`, and its index;
+    None when a loop holds it."""
+    holder: tuple[cst.IndentedBlock, int] | None = None
+    for block in indented_blocks(fn, into_defs=False):  # outer blocks first
+        for i, stmt in enumerate(block.body):
+            if _contains(stmt, use):
+                holder = (block, i)
+                if isinstance(stmt, (cst.For, cst.While)):
+                    return None
+    return holder
+
+
+def _reaching_binding(
+    fn: cst.FunctionDef, name: str, use: cst.CSTNode
+) -> cst.SimpleStatementLine | None:
+    """The binding of `name` that every path to `use` goes through last, when the model_fn
+    binds it in several places (a metric built again in each mode's branch): a statement of
+    the block that holds `use`, before it, with no other binding of `name` in between and no
+    loop around `use` (a later binding could come round to it)."""
+    holder = _holder(fn, use)
+    if holder is None:
+        return None
+    block, at = holder
+    if _bindings(block.body[at])[name] and not isinstance(block.body[at], cst.SimpleStatementLine):
+        return None
+    for stmt in reversed(block.body[:at]):
+        if _bindings(stmt)[name]:
+            return stmt if isinstance(stmt, cst.SimpleStatementLine) else None
+    return None
+
+
 def _defining_statements(
     fn: cst.FunctionDef, var: str, helper: Callable[[cst.BaseExpression], bool]
 ) -> tuple[cst.IndentedBlock, list[int]]:
@@ -629,6 +731,8 @@ def _defining_statements(
             continue
         for i, stmt in enumerate(block.body):
             if not isinstance(stmt, cst.SimpleStatementLine):
+                if isinstance(stmt, cst.FunctionDef) and var in assigned_names(stmt):
+                    continue  # its own `var` (a host_call_fn builds the dict again)
                 if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
                     found.append((block, i, "set"))
                 elif _header_reads(stmt, var):

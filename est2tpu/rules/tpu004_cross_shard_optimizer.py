@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
+from libcst.codemod.visitors import RemoveImportsVisitor
 
 from est2tpu.cstutil import (
     add_param,
@@ -45,6 +46,11 @@ class CrossShardOptimizer(Rule):
         if expanded is not updated_node:
             self.record(original_node, "optimize_loss -> an explicit optimizer")
             updated_node = expanded
+        expanded, more = self._expand_create_train_op(original_node, updated_node)
+        if expanded is not updated_node:
+            self.record(original_node, "create_train_op -> an explicit optimizer")
+            updated_node = expanded
+            forced = forced | more
         used = self._optimizer_receivers(updated_node)
         splittable = _whole_statement_values(original_node)
         for call in iter_calls(original_node):
@@ -176,6 +182,179 @@ class CrossShardOptimizer(Rule):
         result = fn.visit(T())
         assert isinstance(result, cst.FunctionDef)
         return result, {f for _, _, f in plans if f is not None}
+
+    def _expand_create_train_op(
+        self, original: cst.FunctionDef, fn: cst.FunctionDef
+    ) -> tuple[cst.FunctionDef, set[str]]:
+        """`train_op = tf.contrib.training.create_train_op(loss, optimizer)` (also
+        `slim.learning.create_train_op`, tf_slim's) -> the statements TF 1.15's
+        contrib/training/python/training/training.py runs: the loss made to wait for the
+        UPDATE_OPS, the optimizer's compute_gradients over the trainable variables,
+        apply_gradients with the global step, and the loss, checked for inf/nan, returned
+        after the update. The optimizer is then wrapped like any other."""
+        plans: list[tuple[cst.SimpleStatementLine, list[cst.BaseStatement]]] = []
+        forced: set[str] = set()
+        taken = set(assigned_names(fn))
+        calls = [c for c in iter_calls(original) if self._is_create_train_op(c)]
+        if not calls:
+            return fn, set()
+        handled: set[int] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is original
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                stmts.append(node)
+
+        stmts: list[cst.SimpleStatementLine] = []
+        walk(original, V())
+        for stmt in stmts:
+            small = stmt.body[0] if len(stmt.body) == 1 else None
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Call)
+                and any(small.value is c for c in calls)
+            ):
+                continue
+            handled.add(id(small.value))
+            try:
+                new, name = self._create_train_op_plan(small.value, small.targets[0].target, taken)
+            except _Refusal as why:
+                self.refuse(small.value, str(why))
+                continue
+            plans.append((stmt, new))
+            forced.add(name)
+            head = (dotted(small.value.func) or "").partition(".")[0]
+            form = self.state.imports.import_form(head)
+            if form is not None and form[0].startswith("tf_slim"):
+                # tf_slim is not TensorFlow's: its import goes when nothing else uses it
+                RemoveImportsVisitor.remove_unused_import(self.context, *form)
+        for call in calls:
+            if id(call) not in handled:
+                self.refuse(
+                    call,
+                    "create_train_op is not assigned to a name on a line of its own; write "
+                    "`train_op = create_train_op(loss, optimizer)` and re-run",
+                )
+        if not plans:
+            return fn, set()
+
+        class T(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def leave_IndentedBlock(
+                self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+            ) -> cst.IndentedBlock:
+                body: list[cst.BaseStatement] = []
+                for st in updated_node.body:
+                    for old, new in plans:
+                        if st.deep_equals(old):
+                            assert isinstance(st, cst.SimpleStatementLine)
+                            body += [new[0].with_changes(leading_lines=st.leading_lines), *new[1:]]
+                            break
+                    else:
+                        body.append(st)
+                return updated_node.with_changes(body=body)
+
+        result = fn.visit(T())
+        assert isinstance(result, cst.FunctionDef)
+        return result, forced
+
+    def _is_create_train_op(self, call: cst.Call) -> bool:
+        name = self.tf_name(call.func) or ""
+        if name in ("contrib.training.create_train_op", "contrib.slim.learning.create_train_op"):
+            return True
+        qualified = self.state.imports.qualify(call.func) or ""
+        return qualified in ("tf_slim.learning.create_train_op", "tf_slim.create_train_op")
+
+    def _create_train_op_plan(
+        self, call: cst.Call, target: cst.Name, taken: set[str]
+    ) -> tuple[list[cst.BaseStatement], str]:
+        code = cst.Module([]).code_for_node
+        names = ("total_loss", "optimizer", "global_step")
+        args: dict[str, cst.BaseExpression] = {}
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                raise _Refusal("create_train_op with *args/**kwargs: pass them by keyword")
+            key = (
+                arg.keyword.value
+                if arg.keyword is not None
+                else (names[i] if i < len(names) else "")
+            )
+            if not key:
+                raise _Refusal("create_train_op with more than three positional arguments")
+            args[key] = arg.value
+        for key, value in args.items():
+            is_none = isinstance(value, cst.Name) and value.value == "None"
+            default = (
+                (key == "check_numerics" and code(value) == "True")
+                or (
+                    key in ("summarize_gradients", "colocate_gradients_with_ops")
+                    and code(value) == "False"
+                )
+                or (key == "clip_gradient_norm" and code(value) in ("0", "0.0"))
+            )
+            if key not in names and not (
+                default
+                or (is_none and key in ("update_ops", "variables_to_train", "transform_grads_fn",
+                                        "aggregation_method", "gradient_multipliers"))
+            ) and key != "check_numerics":  # fmt: skip
+                raise _Refusal(
+                    f"create_train_op(..., {key}=...) is not rewritten; write the optimizer's "
+                    "compute_gradients/apply_gradients by hand"
+                )
+        if "total_loss" not in args or "optimizer" not in args:
+            raise _Refusal("create_train_op without a loss or an optimizer")
+        check = args.get("check_numerics")
+        if check is not None and code(check) not in ("True", "False"):
+            raise _Refusal("create_train_op(check_numerics=...) that is not True or False")
+
+        def tf(name: str) -> str:
+            return code(self.tf(name))
+
+        out: list[str] = []
+        optimizer = args["optimizer"]
+        if isinstance(optimizer, cst.Name):
+            opt = optimizer.value
+        else:
+            opt = unique_name("optimizer", taken)
+            out.append(f"{opt} = {code(optimizer)}")
+        loss = unique_name("total_loss", taken)
+        update_ops = unique_name("update_ops", taken)
+        grads = unique_name("grads", taken)
+        grad_updates = unique_name("grad_updates", taken)
+        step = args.get("global_step")
+        if step is None:
+            step_code = f"{tf('compat.v1.train.get_or_create_global_step')}()"
+        else:
+            step_code = code(step)
+        out += [
+            f"{loss} = {code(args['total_loss'])}",
+            (
+                f"{update_ops} = {tf('compat.v1.get_collection')}"
+                f"({tf('compat.v1.GraphKeys')}.UPDATE_OPS)"
+            ),
+            (
+                f"if {update_ops}:\n"
+                f"    with {tf('control_dependencies')}({update_ops}):\n"
+                f"        {loss} = {tf('identity')}({loss})"
+            ),
+            f"{grads} = {opt}.compute_gradients({loss}, {tf('compat.v1.trainable_variables')}())",
+            f"{grad_updates} = {opt}.apply_gradients({grads}, global_step={step_code})",
+        ]
+        if check is None or code(check) == "True":
+            out.append(
+                f'{loss} = {tf("debugging.check_numerics")}({loss}, "LossTensor is inf or nan")'
+            )
+        out.append(
+            f"with {tf('control_dependencies')}([{grad_updates}]):\n"
+            f"    {target.value} = {tf('identity')}({loss})"
+        )
+        return [cst.parse_statement(line + "\n") for line in out], opt
 
     def _optimize_loss_plan(
         self, call: cst.Call, target: cst.Name, taken: set[str]

@@ -14,8 +14,10 @@ from est2tpu.cstutil import (
     iter_calls,
     kwarg,
     names_read,
+    scalar_tensor,
     walk,
 )
+from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
 
 # Summaries a model_fn writes that move to host_call as the TPU reference models write them
@@ -27,6 +29,23 @@ MOVABLE = {
     "summary.histogram": "histogram",
     "compat.v1.summary.histogram": "histogram",
     "contrib.summary.histogram": "histogram",
+}
+# Summaries that may stay where they are, beside a host_call, as statements of their own
+# (a FileWriter: assigned; it writes only what it is given).
+STAYING = frozenset(
+    {"scalar", "histogram", "image", "text", "audio", "tensor_summary", "merge_all", "merge",
+     "FileWriter"}
+)  # fmt: skip
+# What to do by hand with a summary that does not move, by kind.
+SUMMARY_FIXES = {
+    "image": "est2tpu does not move it, since the v1 summary writes one `<name>/image/<n>` tag "
+    "per image, scaled its own way, which tf.compat.v2.summary.image does not reproduce: pass "
+    "the images through TPUEstimatorSpec(host_call=(host_fn, tensors)) by hand, or drop it",
+    "text": "its string tensor cannot leave the TPU through host_call: compute the text "
+    "outside the model_fn (after training, or in a hook)",
+    "merge_all": "on TPU only TPUEstimatorSpec(host_call=...) writes summaries: delete it, and "
+    "pass what it merges through host_call",
+    "FileWriter": "write from the host_call function, or outside the model_fn",
 }
 METRIC_PREFIXES = ("metrics.", "compat.v1.metrics.", "contrib.metrics.")
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
@@ -82,7 +101,20 @@ class TpuUnsupported(Rule):
     # -- summaries -> host_call -------------------------------------------------------------
 
     def _summary(self, stmt: cst.BaseStatement) -> tuple[str, cst.Call] | None:
-        """(kind, call) for `tf.compat.v1.summary.scalar("tag", tensor)` alone on its line."""
+        """(kind, call) for `tf.compat.v1.summary.scalar("tag", tensor)` alone on its line,
+        or for a loop that writes one per metric of a dict: `for name, op in
+        metrics.items(): tf.summary.scalar(name, op[1])` (its tensor reads `op` only)."""
+        if (loop := _metrics_loop(stmt)) is not None:
+            inner, key, value, _ = loop
+            found = self._summary(inner)
+            if found is None:
+                return None
+            tag, tensor = found[1].args[0].value, found[1].args[1].value
+            if not (isinstance(tag, cst.Name) and tag.value == key):
+                return None
+            if {n.value for n in free_names(tensor)} != {value}:
+                return None
+            return found
         if not (
             isinstance(stmt, cst.SimpleStatementLine)
             and len(stmt.body) == 1
@@ -94,9 +126,33 @@ class TpuUnsupported(Rule):
         kind = MOVABLE.get(self.tf_name(call.func) or "")
         if kind is None or len(call.args) != 2 or any(a.keyword or a.star for a in call.args):
             return None
-        if not isinstance(call.args[0].value, cst.SimpleString):
+        if not isinstance(call.args[0].value, (cst.SimpleString, cst.Name)):
             return None
         return kind, call
+
+    def _metrics_value(self, value: cst.BaseExpression) -> bool:
+        """A metric (`tf.metrics.accuracy(...)`), a dict literal of metrics, or a call of the
+        project's own function (`get_metrics(labels, logits)`), which TPU003 takes for the
+        metrics dict it returns: built again on the host from the tensors it reads."""
+        if isinstance(value, cst.Dict):
+            return bool(value.elements) and all(
+                isinstance(e, cst.DictElement)
+                and self._metrics_value(e.value)
+                and not isinstance(e.value, cst.Dict)
+                for e in value.elements
+            )
+        if not isinstance(value, cst.Call):
+            return False
+        name = self.tf_name(value.func)
+        if name is not None:
+            return name.startswith(METRIC_PREFIXES)
+        return (
+            dotted(value.func) is not None
+            and dotted(value.func) not in ("dict", "None")
+            and not (self.state.imports.qualify(value.func) or "").startswith(
+                ("tensorflow", "tf_keras", "keras")
+            )
+        )
 
     def _eval_only(self, test: cst.BaseExpression) -> bool:
         """`mode == ModeKeys.EVAL` (or PREDICT): code the Estimator never trains through."""
@@ -118,11 +174,12 @@ class TpuUnsupported(Rule):
 
     def _summary_block(
         self, body: cst.IndentedBlock
-    ) -> tuple[cst.IndentedBlock, int | None, list[cst.IndentedBlock]] | None:
+    ) -> tuple[cst.IndentedBlock, int | None, list[cst.IndentedBlock], list[int]] | None:
         """Where a model_fn's summaries are: (the block that trains with them, the index of
         the top-level `if` whose body it is or None for the body itself, the blocks of
-        top-level `if mode == EVAL/PREDICT:` that hold some). None when they sit in two
-        blocks that may both train."""
+        top-level `if mode == EVAL/PREDICT:` that hold some, the indices of body summaries
+        that come before an `if mode == TRAIN:` block holding the others). None when they
+        sit in two blocks that may both train otherwise."""
         training: list[tuple[cst.IndentedBlock, int | None]] = []
         if any(self._summary(st) for st in body.body):
             training.append((body, None))
@@ -136,10 +193,23 @@ class TpuUnsupported(Rule):
                 eval_only.append(st.body)
             else:
                 training.append((st.body, k))
+        early: list[int] = []
+        if len(training) == 2 and training[0][1] is None:
+            # Every training step runs the body's summaries before the TRAIN branch and the
+            # branch's: the host_call is set up in the branch, the body's tensors taken
+            # where their summaries were.
+            branch_at = training[1][1]
+            assert branch_at is not None
+            branch = body.body[branch_at]
+            assert isinstance(branch, cst.If)
+            early = [k for k, st in enumerate(body.body) if self._summary(st)]
+            if not self._mode_is(branch.test, ("ModeKeys.TRAIN",)) or early[-1] > branch_at:
+                return None
+            training = training[1:]
         if len(training) > 1:
             return None
         block, at = training[0] if training else (body, None)
-        return block, at, eval_only
+        return block, at, eval_only, early
 
     def _summaries_to_host_call(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
         """`summary.scalar/histogram("tag", tensor)` statements of a model_fn, in its body or
@@ -158,7 +228,7 @@ class TpuUnsupported(Rule):
         where = self._summary_block(fn_body)
         if where is None:
             return None
-        body, at, eval_only = where
+        body, at, eval_only, early = where
         found = [(i, s) for i, st in enumerate(body.body) if (s := self._summary(st))]
         dead = [s for block in eval_only for st in block.body if (s := self._summary(st))]
         if not found and not dead:
@@ -176,15 +246,10 @@ class TpuUnsupported(Rule):
             return self._without(
                 fn, {id(st) for b in eval_only for st in b.body if self._summary(st)}
             )
-        moving = {id(s[1]) for _, s in found}
-        for call in iter_calls(fn):
-            name = self.tf_name(call.func) or ""
-            if name.startswith(("summary.", "compat.v1.summary.", "contrib.summary.")) and (
-                id(call) not in moving
-            ):
-                # merge_all / a FileWriter / a summary left in a branch would no longer see
-                # the moved ones: all move, or none
-                return None
+        early_found = [(k, s) for k in early if (s := self._summary(fn_body.body[k]))]
+        moving = {id(s[1]) for _, s in (*found, *early_found)}
+        if not self._others_may_stay(fn, moving):
+            return None
         locals_ = assigned_names(fn)
         if "config" in locals_ and not has_param(fn, "config"):
             return None
@@ -199,8 +264,7 @@ class TpuUnsupported(Rule):
                 and isinstance(st.body[0], cst.Assign)
                 and len(st.body[0].targets) == 1
                 and isinstance(st.body[0].targets[0].target, cst.Name)
-                and isinstance(st.body[0].value, cst.Call)
-                and (self.tf_name(st.body[0].value.func) or "").startswith(METRIC_PREFIXES)
+                and self._metrics_value(st.body[0].value)
             ):
                 metric_stmts[st.body[0].targets[0].target.value] = st
 
@@ -225,13 +289,54 @@ class TpuUnsupported(Rule):
         metric_at = {
             name: i for i, st in enumerate(body.body) for name, m in metric_stmts.items() if st is m
         }
-        for number, (index, (kind, call)) in enumerate(found):
+        # Summaries whose tensor cannot be read where the host_call is set up (a name read
+        # there is bound again before, or the summary is in the body before the TRAIN
+        # branch) keep their place: the tensor is taken there, into a local of its own.
+        captured: dict[int, cst.BaseStatement] = {}
+        statements = [(fn_body.body[k], k, s, True) for k, s in early_found] + [
+            (body.body[i], i, s, False) for i, s in found
+        ]
+        for number, (stmt, index, (kind, call), in_body) in enumerate(statements):
             tag, tensor = call.args[0].value, call.args[1].value
-            reads = free_names(tensor)
-            if not bound_once(reads, index):
+            loop = _metrics_loop(stmt)
+            if loop is None and not isinstance(tag, cst.SimpleString):
                 return None
+            reads = free_names(tensor)
+            if loop is not None:
+                # the loop reads its dict: rebuilt on the host, and looped over there
+                reads = [cst.Name(loop[3])]
+                if reads[0].value not in metric_stmts:
+                    return None
             metrics = {n.value for n in reads} & set(metric_stmts)
-            if metrics:
+            if in_body or not bound_once(reads, index):
+                if loop is not None:
+                    return None
+                param = f"summary_{number}"
+                if param in locals_ or any(
+                    isinstance(value, cst.Call)
+                    and (self.tf_name(value.func) or "").startswith(METRIC_PREFIXES)
+                    for n in reads
+                    for value in locals_.get(n.value, ())
+                ):
+                    # a metric's update op would run on the device at every step
+                    return None
+                shape = "[1]" if kind == "scalar" else "[-1]"
+                local = cst.Assign(
+                    [cst.AssignTarget(cst.Name(param))],
+                    cst.Call(
+                        self.tf("reshape"),
+                        [cst.Arg(tensor), cst.Arg(cst.parse_expression(shape))],
+                    ),
+                )
+                assert isinstance(stmt, cst.SimpleStatementLine)
+                captured[id(stmt)] = stmt.with_changes(body=[local])
+                params.append(cst.Param(cst.Name(param)))
+                passed.append(cst.Element(cst.Name(param)))
+                value_on_host = (
+                    cst.parse_expression(f"{param}[0]") if kind == "scalar" else cst.Name(param)
+                )
+                metrics = set()
+            elif metrics:
                 # the tensor is read from the metric, rebuilt on the host
                 for m in sorted(metrics - set(used_metrics)):
                     metric_assign = metric_stmts[m].body[0]
@@ -241,15 +346,22 @@ class TpuUnsupported(Rule):
                         isinstance(value, cst.Dict) for n in inputs for value in locals_[n.value]
                     ):
                         return None  # a dict of tensors cannot travel to the host as one
-                    if not bound_once(inputs, metric_at[m]) or any(
-                        n.value in NOT_TENSORS for n in inputs
-                    ):
+                    if not bound_once(inputs, metric_at[m]):
                         return None
                     for n in inputs:
+                        if n.value in NOT_TENSORS:
+                            continue  # a Python value (params, mode): closed over
                         if n.value not in metric_inputs:
                             metric_inputs[n.value] = n.value
                             params.append(cst.Param(cst.Name(n.value)))
-                            passed.append(cst.Element(cst.Name(n.value)))
+                            tensor_in: cst.BaseExpression = cst.Name(n.value)
+                            if scalar_tensor(locals_[n.value], self.tf_name):
+                                # TPUEstimator concatenates host_call tensors on dim 0
+                                tensor_in = cst.Call(
+                                    self.tf("reshape"),
+                                    [cst.Arg(tensor_in), cst.Arg(cst.parse_expression("[1]"))],
+                                )
+                            passed.append(cst.Element(tensor_in))
                     host.append(metric_stmts[m].with_changes(leading_lines=()))
                     used_metrics.append(m)
                 others = [n for n in reads if n.value in locals_ and n.value not in metrics]
@@ -271,29 +383,34 @@ class TpuUnsupported(Rule):
                 value_on_host = (
                     cst.parse_expression(f"{param}[0]") if kind == "scalar" else cst.Name(param)
                 )
-            host.append(
-                cst.SimpleStatementLine(
-                    [
-                        cst.Expr(
-                            cst.Call(
-                                self.tf(f"compat.v2.summary.{kind}"),
-                                [
-                                    cst.Arg(tag),
-                                    cst.Arg(value_on_host),
-                                    cst.Arg(
-                                        step,
-                                        keyword=cst.Name("step"),
-                                        equal=cst.AssignEqual(
-                                            whitespace_before=cst.SimpleWhitespace(""),
-                                            whitespace_after=cst.SimpleWhitespace(""),
-                                        ),
+            written = cst.SimpleStatementLine(
+                [
+                    cst.Expr(
+                        cst.Call(
+                            self.tf(f"compat.v2.summary.{kind}"),
+                            [
+                                cst.Arg(tag),
+                                cst.Arg(value_on_host),
+                                cst.Arg(
+                                    step,
+                                    keyword=cst.Name("step"),
+                                    equal=cst.AssignEqual(
+                                        whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace(""),
                                     ),
-                                ],
-                            )
+                                ),
+                            ],
                         )
-                    ]
-                )
+                    )
+                ]
             )
+            if loop is not None:
+                assert isinstance(stmt, cst.For) and isinstance(stmt.body, cst.IndentedBlock)
+                host.append(
+                    stmt.with_changes(body=stmt.body.with_changes(body=[written]), leading_lines=())
+                )
+            else:
+                host.append(written)
         code = cst.Module([]).code_for_node
 
         def tf(name: str) -> str:
@@ -359,9 +476,16 @@ class TpuUnsupported(Rule):
         specs = 0
         for i, st in enumerate(body.body):
             if i == last:
-                assert isinstance(st, cst.SimpleStatementLine)  # a summary statement
-                new_body.append(host_fn.with_changes(leading_lines=st.leading_lines))
+                assert isinstance(st, (cst.SimpleStatementLine, cst.For))  # a summary
+                if id(st) in captured:
+                    new_body.append(captured[id(st)])
+                    new_body.append(host_fn)
+                else:
+                    new_body.append(host_fn.with_changes(leading_lines=st.leading_lines))
                 new_body.extend(setup)
+                continue
+            if id(st) in captured:
+                new_body.append(captured[id(st)])
                 continue
             if id(st) in drop:
                 continue
@@ -373,7 +497,7 @@ class TpuUnsupported(Rule):
         if at is None:
             top = list(new_block.body)
         else:
-            top = list(fn_body.body)
+            top = [captured.get(id(st), st) for st in fn_body.body]
             branch = top[at]
             assert isinstance(branch, cst.If)
             top[at] = branch.with_changes(body=new_block)
@@ -385,10 +509,45 @@ class TpuUnsupported(Rule):
                 top.insert(first, cst.parse_statement("host_call = None\n"))
         if not specs:
             return None
-        result = fn.with_changes(body=fn_body.with_changes(body=top))
+        result = _keep_config(fn.with_changes(body=fn_body.with_changes(body=top)))
+        if result is None:
+            return None
         if not has_param(result, "config"):
             result = add_param(result, "config")
         return result
+
+    def _others_may_stay(self, fn: cst.FunctionDef, moving: set[int]) -> bool:
+        """Whether the summaries that do not move can stay beside a host_call: each is a
+        statement of its own (the Estimator's summary hook writes it, as before, and it stays
+        a finding), and nothing reads the summaries collection, which would no longer hold
+        the moved ones (a used `merge_all()`, `GraphKeys.SUMMARIES`, a SummarySaverHook)."""
+        bare: set[int] = set()
+        rule = self
+        ok = True
+
+        class V(cst.CSTVisitor):
+            def visit_Expr(self, node: cst.Expr) -> None:
+                bare.add(id(node.value))
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                nonlocal ok
+                name = rule.tf_name(node) or ""
+                if name.endswith(("GraphKeys.SUMMARIES", "SummarySaverHook")):
+                    ok = False
+
+        walk(fn, V())
+        for call in iter_calls(fn, into_defs=True):
+            name = self.tf_name(call.func) or ""
+            if not name.startswith(("summary.", "compat.v1.summary.", "contrib.summary.")):
+                continue
+            if id(call) in moving:
+                continue
+            kind = name.rsplit(".", 1)[-1]
+            if name.startswith("contrib.") or kind not in STAYING:
+                return False
+            if kind != "FileWriter" and id(call) not in bare:
+                return False
+        return ok
 
     @staticmethod
     def _without(fn: cst.FunctionDef, dropped: set[int]) -> cst.FunctionDef | None:
@@ -463,10 +622,15 @@ class TpuUnsupported(Rule):
                 "TensorFlow ops or move it into the input function",
             )
         elif name.startswith(("summary.", "compat.v1.summary.")):
+            kind = name.rsplit(".", 1)[-1]
             self.refuse(
                 call,
-                f"tf.{name} inside a model_fn does not run on TPU; pass the tensors through "
-                "TPUEstimatorSpec(host_call=(host_fn, tensors)) and write the summary there",
+                f"tf.{name} inside a model_fn does not run on TPU; "
+                + SUMMARY_FIXES.get(
+                    kind,
+                    "pass the tensors through TPUEstimatorSpec(host_call=(host_fn, tensors)) "
+                    "and write the summary there",
+                ),
             )
         elif name in DYNAMIC_SHAPES or (name == "where" and len(call.args) == 1):
             self.refuse(
@@ -517,6 +681,101 @@ class TpuUnsupported(Rule):
                 return True
 
         walk(fn, V())
+
+
+def _metrics_loop(stmt: cst.BaseStatement) -> tuple[cst.BaseStatement, str, str, str] | None:
+    """(the one statement of its body, key name, value name, dict name) for `for key, value
+    in <dict>.items():` with one statement in its body and no else."""
+    if not (
+        isinstance(stmt, cst.For)
+        and stmt.orelse is None
+        and stmt.asynchronous is None
+        and isinstance(stmt.body, cst.IndentedBlock)
+        and len(stmt.body.body) == 1
+        and isinstance(stmt.target, cst.Tuple)
+        and len(stmt.target.elements) == 2
+        and all(isinstance(e.value, cst.Name) for e in stmt.target.elements)
+        and isinstance(stmt.iter, cst.Call)
+        and not stmt.iter.args
+        and isinstance(stmt.iter.func, cst.Attribute)
+        and stmt.iter.func.attr.value == "items"
+        and isinstance(stmt.iter.func.value, cst.Name)
+    ):
+        return None
+    key, value = (e.value for e in stmt.target.elements)
+    assert isinstance(key, cst.Name) and isinstance(value, cst.Name)
+    if key.value == value.value:
+        return None
+    return stmt.body.body[0], key.value, value.value, stmt.iter.func.value.value
+
+
+def _keep_config(fn: cst.FunctionDef) -> cst.FunctionDef | None:
+    """The model_fn without `config` in its `del` statements (the host_call reads it after
+    the model_fn returns; deleting a parameter only unbinds a local). None when a `del`
+    deletes nothing else and is a block's only statement, or `config` is deleted in a
+    nested block or by a form this does not read."""
+    body = fn.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    top = list(body.body)
+    new_top: list[cst.BaseStatement] = []
+    for st in top:
+        if (
+            isinstance(st, cst.SimpleStatementLine)
+            and len(st.body) == 1
+            and isinstance(st.body[0], cst.Del)
+        ):
+            target = st.body[0].target
+            if isinstance(target, cst.Name) and target.value == "config":
+                continue
+            if (
+                isinstance(target, cst.Tuple)
+                and not target.lpar
+                and any(
+                    isinstance(e.value, cst.Name) and e.value.value == "config"
+                    for e in target.elements
+                )
+            ):
+                kept = [
+                    e.value
+                    for e in target.elements
+                    if not (isinstance(e.value, cst.Name) and e.value.value == "config")
+                ]
+                new_target: cst.BaseDelTargetExpression = (
+                    kept[0]  # type: ignore[assignment]
+                    if len(kept) == 1
+                    else cst.Tuple(
+                        [
+                            cst.Element(
+                                v,
+                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                                if k < len(kept) - 1
+                                else cst.MaybeSentinel.DEFAULT,
+                            )
+                            for k, v in enumerate(kept)
+                        ],
+                        lpar=[],
+                        rpar=[],
+                    )
+                )
+                new_top.append(st.with_changes(body=[st.body[0].with_changes(target=new_target)]))
+                continue
+        new_top.append(st)
+    if not new_top:
+        return None
+    result = fn.with_changes(body=body.with_changes(body=new_top))
+    deleted = False
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is result
+
+        def visit_Del(self, node: cst.Del) -> None:
+            nonlocal deleted
+            deleted = deleted or any(n.value == "config" for n in names_read(node.target))
+
+    walk(result, V())
+    return None if deleted else result
 
 
 def _assigned_in(statements: Sequence[cst.BaseStatement]) -> set[str]:
