@@ -15,7 +15,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
@@ -279,6 +278,9 @@ def explain(
     text = report.rule_markdown(info, example=_example(info.id))
     out = _stdout()
     if out.is_terminal:
+        # Here, not at the top: rich.markdown and markdown-it cost every run's start.
+        from rich.markdown import Markdown
+
         out.print(Markdown(text))
     else:
         # Piped: the markdown itself is the most useful form.

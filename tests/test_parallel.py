@@ -32,7 +32,7 @@ def facts(results: list[FileResult]) -> list[tuple[object, ...]]:
     ]
 
 
-def build_mixed_tree(root: Path, copies: int = 1) -> Path:
+def build_mixed_tree(root: Path, copies: int = 1, folders: tuple[str, ...] = ()) -> Path:
     """Every fixture and e2e project, plus files that pass the byte pre-filter but that no rule
     touches, a syntax error among them and a suppression.
 
@@ -40,9 +40,19 @@ def build_mixed_tree(root: Path, copies: int = 1) -> Path:
     per-file work (it doubled these tests' time), and the one copy already has what copies
     were for: modules of the same name in different folders (`train.py` in twelve projects,
     each fixture's `.before.py` and `.after.py` in every rule folder) and enough files
-    (about 200) for the pool to split them into many chunks."""
+    (about 200) for the pool to split them into many chunks. `folders`: only these folders
+    of fixtures/ (default: all)."""
     for n in range(copies):
-        shutil.copytree(REPO / "fixtures", root / f"copy{n}", ignore=shutil.ignore_patterns("*.md"))
+        if not folders:
+            shutil.copytree(
+                REPO / "fixtures", root / f"copy{n}", ignore=shutil.ignore_patterns("*.md")
+            )
+        for folder in folders:
+            shutil.copytree(
+                REPO / "fixtures" / folder,
+                root / f"copy{n}" / folder,
+                ignore=shutil.ignore_patterns("*.md"),
+            )
     inert = root / "inert"
     inert.mkdir()
     for n in range(40):
@@ -91,10 +101,19 @@ def test_same_results_as_the_reference_pipeline(
     assert facts(fast) == reference(target)
 
 
+# What the options act on: the example projects (every rule, modules across files), the
+# ignored rule's fixtures, and the three folders holding files the per-file ignores match
+# (named a*: TF2001 is not selected, TPU004 and TPU007 are). The serial and pool tests above
+# show the rest of the fixtures the same with and without workers.
+OPTIONS_TREE = ("projects", "TPU003", "TPU004", "TPU007", "TF2001")
+
+
 @pytest.mark.slow
-def test_same_results_with_options_in_the_workers(mixed: Path) -> None:
+def test_same_results_with_options_in_the_workers(tmp_path: Path) -> None:
     # Selection, --no-runtime and per-file ignores in one run: each changes what the workers
     # do, and the reference honours each of them on its own.
+    tree = build_mixed_tree(tmp_path, folders=OPTIONS_TREE)
+
     def ignores(path: Path) -> list[str]:
         return ["TPU"] if path.name.startswith("a") else []
 
@@ -104,10 +123,14 @@ def test_same_results_with_options_in_the_workers(mixed: Path) -> None:
         "use_runtime": False,
         "per_file_ignores": ignores,
     }
-    fast = list(api.migrate_paths([mixed], jobs=2, **kwargs))  # type: ignore[arg-type]
-    reference = list(pipeline._migrate_all_parsed([mixed], **kwargs))  # type: ignore[arg-type]
+    fast = list(api.migrate_paths([tree], jobs=2, **kwargs))  # type: ignore[arg-type]
+    reference = list(pipeline._migrate_all_parsed([tree], **kwargs))  # type: ignore[arg-type]
+    assert len(fast) > 100  # many chunks for the two workers
     assert facts(fast) == facts(reference)
     assert not any(f.rule_id == "TPU003" for r in fast for f in r.findings)
+    # the per-file ignore reached the workers: a fixture TPU004 rewrites is left as it was
+    adam = next(r for r in fast if r.path.name == "adam_in_model_fn.before.py")
+    assert adam.new_text == adam.old_text
 
 
 def test_broken_files_still_fail(mixed: Path) -> None:
