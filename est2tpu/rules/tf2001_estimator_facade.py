@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
-from est2tpu.cstutil import descendants, iter_calls
+from est2tpu.cstutil import descendants, iter_calls, target_names
 from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
@@ -125,6 +125,7 @@ CONTRIB_STRATEGIES = frozenset(
     {"contrib.distribute.MirroredStrategy", "contrib.distribute.CollectiveAllReduceStrategy"}
 )
 CONTRIB_STRATEGY_ARGS = frozenset({"num_gpus", "num_gpus_per_worker"})
+KERAS_TO_ESTIMATOR_NAMES = frozenset({"keras.estimator.model_to_estimator"})
 # Estimator methods and where their `hooks` stand when passed by position.
 HOOK_POSITIONS = {"train": 1, "evaluate": 2, "predict": 2}
 # ... and where the constructors' unsupported arguments stand when passed by position.
@@ -270,6 +271,8 @@ class EstimatorFacade(Rule):
         for target in state.imports.bindings.values():
             if private_name(target) is not None:
                 return True
+            if target == FACADE_MODULE:
+                return True  # a first run's output: its refusals must survive
             name = canonical_tf(target)
             if name is not None and (
                 name == "estimator" or name.startswith(("estimator.", "keras.estimator"))
@@ -291,6 +294,8 @@ class EstimatorFacade(Rule):
         # RunConfig args (by id) -> what replaces them: the DistributeConfig's strategies as
         # RunConfig's own arguments, or nothing (the facade picks the same strategy)
         self.distribute: dict[int, list[cst.Arg]] = {}
+        # TF1 GradientDescentOptimizer calls a Keras model is compiled with (by id)
+        self.keras_sgd: set[int] = set()
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also for the private Estimator names the facade has."""
@@ -298,6 +303,81 @@ class EstimatorFacade(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
+        self._plan_keras_optimizers(node)
+
+    def _plan_keras_optimizers(self, module: cst.Module) -> None:
+        """A Keras model compiled with TF1's `GradientDescentOptimizer(lr)` in a module that
+        converts models with model_to_estimator: TF 2.15 wrapped it (Keras' TFOptimizer),
+        var -= lr * grad; current Keras takes no TF1 optimizer and the facade clones the
+        model's optimizer from its Keras config, so it becomes Keras' legacy `SGD(lr)`, the
+        same update. The optimizer is the call itself or a name bound once, to it."""
+        calls = list(iter_calls(module, into_defs=True))
+        if not any(
+            self.tf_name(c.func) in KERAS_TO_ESTIMATOR_NAMES
+            # the facade's, a first run wrote: its refusals must survive the migration
+            or self.state.imports.qualify(c.func) == f"{FACADE_MODULE}.model_to_estimator"
+            for c in calls
+        ):
+            return
+        if self.state.imports.alias_for("tensorflow") is None:
+            return
+        # name -> what each binding binds (None: not a plain assignment), and its mentions
+        bound: dict[str, list[cst.BaseExpression | None]] = {}
+        mentions: dict[str, int] = {}
+        for node in descendants(module):
+            if isinstance(node, cst.Name):
+                mentions[node.value] = mentions.get(node.value, 0) + 1
+            elif isinstance(node, cst.Arg) and node.keyword is not None:
+                mentions[node.keyword.value] = mentions.get(node.keyword.value, 0) - 1
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    for name in target_names(t.target):
+                        simple = isinstance(t.target, cst.Name)
+                        bound.setdefault(name, []).append(node.value if simple else None)
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                for name in target_names(node.target):
+                    bound.setdefault(name, []).append(None)
+        for call in calls:
+            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile"):
+                continue
+            arg = next(
+                (a for a in call.args if a.keyword is not None and a.keyword.value == "optimizer"),
+                call.args[0] if call.args and call.args[0].keyword is None else None,
+            )
+            value = arg.value if arg is not None else None
+            candidates = [value]
+            if isinstance(value, cst.Name):
+                candidates = bound.get(value.value, [])
+                # bound once, and named only there and here: no other code sees a TF1 optimizer
+                if len(candidates) != 1 or mentions[value.value] != 2:
+                    value = None
+                else:
+                    value = candidates[0]
+            if isinstance(value, cst.Call) and self._tf1_gradient_descent(value):
+                self.keras_sgd.add(id(value))
+            elif any(isinstance(c, cst.Call) and self._tf1_optimizer(c) for c in candidates):
+                self.refuse(
+                    call,
+                    "a Keras model compiled with a TF1 optimizer (tf.compat.v1.train.*) for "
+                    "model_to_estimator: the tf2 facade clones the model's optimizer from its "
+                    "Keras config, which a TF1 optimizer lacks; compile with a "
+                    "tf.keras.optimizers.legacy optimizer (est2tpu maps a "
+                    "GradientDescentOptimizer(learning_rate) bound to a name used only here "
+                    "to SGD(learning_rate), the same update), then re-run",
+                )
+
+    def _tf1_optimizer(self, call: cst.Call) -> bool:
+        name = self.tf_name(call.func) or ""
+        return name.startswith("train.") and name.endswith("Optimizer")
+
+    def _tf1_gradient_descent(self, call: cst.Call) -> bool:
+        """`tf.(compat.v1.)train.GradientDescentOptimizer(learning_rate)`, nothing else."""
+        if self.tf_name(call.func) != "train.GradientDescentOptimizer":
+            return False
+        if len(call.args) != 1 or call.args[0].star:
+            return False
+        keyword = call.args[0].keyword
+        return keyword is None or keyword.value == "learning_rate"
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -471,6 +551,18 @@ class EstimatorFacade(Rule):
                 RemoveImportsVisitor.remove_unused_import(self.context, *form)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.keras_sgd:
+            alias = self.state.imports.alias_for("tensorflow")
+            self.record(
+                original_node,
+                "TF1 GradientDescentOptimizer of a Keras model -> "
+                "tf.keras.optimizers.legacy.SGD (the same update)",
+            )
+            func = cst.parse_expression(f"{alias}.keras.optimizers.legacy.SGD")
+            arg = updated_node.args[0].with_changes(
+                keyword=cst.Name("learning_rate") if updated_node.args[0].keyword else None
+            )
+            return updated_node.with_changes(func=func, args=[arg])
         if not any(id(a) in self.distribute for a in original_node.args):
             return updated_node
         args: list[cst.Arg] = []

@@ -1,6 +1,7 @@
-"""Premade DNNs over one-hot, weighted and embedded integer ids, and a RunConfig whose
-strategies come in a DistributeConfig, as public Estimator programs write them.
-``python premade_columns_and_distribute_config.py MODEL_DIR RESULTS``."""
+"""Premade DNNs over one-hot, weighted and embedded integer ids, a RunConfig whose
+strategies come in a DistributeConfig, and a Keras model compiled with TF1's
+GradientDescentOptimizer for model_to_estimator, as public Estimator programs write them.
+``python corpus_constructs.py MODEL_DIR RESULTS``."""
 
 import json
 import os
@@ -52,6 +53,14 @@ def input_fn(labels, train):
     return fn
 
 
+def keras_input_fn(train):
+    def fn():
+        ds = tf.data.Dataset.from_tensor_slices((FEATURES["x"], TARGETS)).batch(64)
+        return ds.repeat() if train else ds
+
+    return fn
+
+
 def linear_model_fn(features, labels, mode):
     predictions = tf.squeeze(tf.compat.v1.layers.dense(features["x"], 1), 1)
     loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
@@ -92,6 +101,17 @@ def main(model_dir, results):
     estimator = tf.estimator.Estimator(model_fn=linear_model_fn, config=config)
     estimator.train(input_fn(TARGETS, True), steps=50)
     out["distributed"] = estimator.evaluate(input_fn(TARGETS, False))
+    tf.keras.utils.set_random_seed(SEED)
+    model = tf.keras.Sequential()
+    model.add(tf.keras.layers.Dense(4, activation="relu", input_shape=(2,)))
+    model.add(tf.keras.layers.Dense(1))
+    sgd = tf.compat.v1.train.GradientDescentOptimizer(0.05)
+    model.compile(loss="mse", optimizer=sgd)
+    keras_estimator = tf.keras.estimator.model_to_estimator(
+        keras_model=model, model_dir=os.path.join(model_dir, "keras")
+    )
+    keras_estimator.train(keras_input_fn(True), steps=30)
+    out["keras"] = keras_estimator.evaluate(keras_input_fn(False), steps=8)
     with open(results, "w") as f:
         json.dump({k: {m: float(v) for m, v in d.items()} for k, d in out.items()}, f)
 

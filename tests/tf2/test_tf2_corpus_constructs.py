@@ -1,16 +1,20 @@
-"""Premade DNNs over dense columns of integer ids, and `RunConfig(experimental_distribute=
-DistributeConfig(...))`, migrated with `--target tf2`, train like the original.
+"""Premade DNNs over dense columns of integer ids, `RunConfig(experimental_distribute=
+DistributeConfig(...))` and a Keras model compiled with TF1's GradientDescentOptimizer for
+model_to_estimator, migrated with `--target tf2`, train like the original.
 
-`programs/premade_columns_and_distribute_config.py` on TF 2.15 as written and on current
+`programs/corpus_constructs.py` on TF 2.15 as written and on current
 TensorFlow migrated: a DNNClassifier and a DNNRegressor whose columns are a numeric column,
 one-hot ids, weighted one-hot ids, an embedding of ids and one-hot buckets (TF 2.15's DNN and
 the facade's read them through the same `DenseFeatures` layer), and an Estimator whose
 strategies come in a DistributeConfig (TF copies them into RunConfig's train_distribute and
-eval_distribute; the migration writes them there).
+eval_distribute; the migration writes them there), and a Keras model compiled with
+`tf.compat.v1.train.GradientDescentOptimizer(0.05)` (Keras' legacy `SGD(0.05)` after the
+migration: the same update).
 
 Measured (1,000 steps): accuracy 1.000 vs 0.992, AUC 1.000 vs 0.9998, log loss 0.025 vs
 0.036, regression loss 0.0070 vs 0.0066 (the DNNs start from different random weights); the
-DistributeConfig Estimator's loss 0.62734 vs 0.62738 (the same initial weights).
+DistributeConfig Estimator's loss 0.62734 vs 0.62738 (the same initial weights); the Keras
+model's loss 0.9403073787689209 on both.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import pytest
 from est2tpu.api import migrate_source
 from est2tpu.ftypes import Target
 
-PROGRAM = Path(__file__).with_name("programs") / "premade_columns_and_distribute_config.py"
+PROGRAM = Path(__file__).with_name("programs") / "corpus_constructs.py"
 # Accuracy-like metrics agree within verify's tolerance for tf2 (0.03); these are fractions.
 FRACTIONS = ("accuracy", "auc", "auc_precision_recall", "precision", "recall")
 
@@ -60,6 +64,7 @@ def test_dense_id_columns_and_distribute_config_train_like_the_original(
     assert "distribute_config import" not in result.new_text
     assert "train_distribute=mirrored" in result.new_text
     assert "eval_distribute=mirrored" in result.new_text
+    assert "sgd = tf.keras.optimizers.legacy.SGD(0.05)" in result.new_text
     # A second run changes nothing.
     again = migrate_source(result.new_text, target=Target.TF2, path=str(PROGRAM))
     assert again.new_text in (None, result.new_text)
@@ -71,7 +76,7 @@ def test_dense_id_columns_and_distribute_config_train_like_the_original(
     original = _run(harness, harness.tf_python(), original_program, tmp_path / "original")
     migrated = _run(harness, tfcur, migrated_program, tmp_path / "migrated")
 
-    for part in ("classifier", "regressor", "distributed"):
+    for part in ("classifier", "regressor", "distributed", "keras"):
         assert sorted(migrated[part]) == sorted(original[part]), part
         assert migrated[part]["global_step"] == original[part]["global_step"]
     classifier, want = migrated["classifier"], original["classifier"]
@@ -90,3 +95,5 @@ def test_dense_id_columns_and_distribute_config_train_like_the_original(
     assert migrated["distributed"]["loss"] == pytest.approx(
         original["distributed"]["loss"], rel=1e-4
     )
+    # TF1's GradientDescentOptimizer and Keras' legacy SGD: the same update, the same weights.
+    assert migrated["keras"]["loss"] == pytest.approx(original["keras"]["loss"], rel=1e-6)
