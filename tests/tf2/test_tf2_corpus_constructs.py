@@ -97,3 +97,50 @@ def test_dense_id_columns_and_distribute_config_train_like_the_original(
     )
     # TF1's GradientDescentOptimizer and Keras' legacy SGD: the same update, the same weights.
     assert migrated["keras"]["loss"] == pytest.approx(original["keras"]["loss"], rel=1e-6)
+
+
+# Columns a DNN premade of the facade takes, and the ones it refuses at construction (a
+# column built in another module reaches the facade unchecked by the rule).
+_COLUMNS_PROBE = """
+import json
+import est2tpu.runtime.tf2 as est
+import tensorflow as tf
+fc = tf.feature_column
+ids = fc.categorical_column_with_identity("ids", 4)
+ok = [fc.indicator_column(ids), fc.embedding_column(ids, 2),
+      fc.indicator_column(fc.weighted_categorical_column(ids, "w")),
+      fc.bucketized_column(fc.numeric_column("x"), [0.0])]
+out = {}
+for name, columns in [
+    ("ok", ok),
+    ("hash", [fc.embedding_column(fc.categorical_column_with_hash_bucket("s", 10), 2)]),
+    ("vocabulary", [fc.indicator_column(fc.categorical_column_with_vocabulary_list("s", ["a"]))]),
+    ("crossed", [fc.indicator_column(fc.crossed_column([ids, "s"], 10))]),
+]:
+    try:
+        est.DNNClassifier([4], columns)
+        out[name] = "built"
+    except NotImplementedError:
+        out[name] = "refused"
+    try:
+        est.LinearClassifier(columns)
+        out["linear_" + name] = "built"
+    except NotImplementedError:
+        out["linear_" + name] = "refused"
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.tf
+def test_facade_dnn_takes_integer_id_columns_only(harness: ModuleType, tfcur: str) -> None:
+    result = harness.run_tf_json(_COLUMNS_PROBE, python=tfcur, timeout=300)
+    assert result == {
+        "ok": "built",
+        "hash": "refused",
+        "vocabulary": "refused",
+        "crossed": "refused",
+        "linear_ok": "refused",
+        "linear_hash": "refused",
+        "linear_vocabulary": "refused",
+        "linear_crossed": "refused",
+    }
