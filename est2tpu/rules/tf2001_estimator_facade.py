@@ -475,6 +475,8 @@ class EstimatorFacade(Rule):
         eval_distribute (TF 2.15 `distribute/estimator_training.py` init_run_config), so they
         become those arguments, which the facade honours; TF 1.x contrib strategies the facade
         picks for the host itself are dropped instead. False when it refused the call."""
+        if any(a.star for a in node.args):
+            return True  # refused whole by visit_Call: nothing changes
         for arg in node.args:
             if arg.keyword is None or arg.keyword.value != "experimental_distribute":
                 continue
