@@ -295,6 +295,10 @@ class Indexer:
     ) -> None:
         self.use_runtime = use_runtime
         self.follow_helpers = follow_helpers
+        # The tf2 target (the only one that follows helpers): the facade's Estimator, which a
+        # first run wrote, is an Estimator whose model_fn the tf2 rules still check, so a
+        # refusal survives the migration as long as the code it names does.
+        self.facade = follow_helpers
         self.modules = {m.path: m for m in modules}
         self.claimed: dict[str, list[str]] = {}  # dotted name -> the files it may name
         self.index = ProjectIndex()
@@ -771,6 +775,8 @@ class _UseCollector(_Scoped):
         shim = self.shim_name(node.func) if name is None else None
         if shim == "train_and_evaluate":
             name = "estimator.train_and_evaluate"  # the loop a first run wrote: same specs
+        elif shim == "tf2.Estimator" and self.ix.facade:
+            name = "estimator.Estimator"  # the facade's, a first run wrote: the same model_fn
         elif shim is not None and (shim == "model_to_estimator" or shim.startswith("premade.")):
             # A TPUEstimator a first run built (the Keras or premade builder): its input
             # functions are held to what TPUEstimator needs, as the original's were.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
-from est2tpu.cstutil import descendants, iter_calls
+from est2tpu.cstutil import descendants, iter_calls, target_names
 from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
@@ -112,6 +112,20 @@ UNSUPPORTED_ARGS: dict[str, tuple[str, ...]] = {
     "TrainSpec": ("hooks",),
     "EvalSpec": ("hooks",),
 }
+# `RunConfig(experimental_distribute=DistributeConfig(...))`: TF 1.x's spelling (the class
+# was never public in TF 2; programs of TF 2 import it from its module).
+DISTRIBUTE_CONFIG = "contrib.distribute.DistributeConfig"
+DISTRIBUTE_CONFIG_QUALIFIED = "tensorflow.python.distribute.distribute_config.DistributeConfig"
+DISTRIBUTE_CONFIG_ARGS = ("train_distribute", "eval_distribute", "remote_cluster")
+# TF 1.x's tf.contrib strategies (gone in TF 2) that are the strategies the facade picks for
+# the host itself: CollectiveAllReduceStrategy is TF 2's MultiWorkerMirroredStrategy (chosen
+# from TF_CONFIG), MirroredStrategy mirrors the host's GPUs. Their arguments may only count
+# GPUs, which the facade takes all of.
+CONTRIB_STRATEGIES = frozenset(
+    {"contrib.distribute.MirroredStrategy", "contrib.distribute.CollectiveAllReduceStrategy"}
+)
+CONTRIB_STRATEGY_ARGS = frozenset({"num_gpus", "num_gpus_per_worker"})
+KERAS_TO_ESTIMATOR_NAMES = frozenset({"keras.estimator.model_to_estimator"})
 # Estimator methods and where their `hooks` stand when passed by position.
 HOOK_POSITIONS = {"train": 1, "evaluate": 2, "predict": 2}
 # ... and where the constructors' unsupported arguments stand when passed by position.
@@ -200,6 +214,20 @@ LEGACY_OPTIMIZERS = frozenset(
 LOSS_REDUCTIONS = frozenset({"SUM_OVER_BATCH_SIZE", "SUM"})
 # Feature columns the facade's premades take (the only ones whose mapping is proven here).
 EXACT_COLUMNS = frozenset({"feature_column.numeric_column"})
+# ... and the DNN premades also take these: TF 2.15's DNN feeds its columns through the same
+# `DenseFeatures` layer the facade builds, so a dense column over integer ids (one-hot,
+# weighted one-hot, embedding, buckets) is the same function. Columns of strings (vocabulary,
+# hash buckets) stay out: string ops cannot run in a TPU or XLA step.
+DNN_EXACT_COLUMNS = EXACT_COLUMNS | {
+    f"feature_column.{name}"
+    for name in (
+        "bucketized_column",
+        "categorical_column_with_identity",
+        "weighted_categorical_column",
+        "indicator_column",
+        "embedding_column",
+    )
+}
 
 
 def builds_other_estimator(canonical: str) -> bool:
@@ -243,6 +271,8 @@ class EstimatorFacade(Rule):
         for target in state.imports.bindings.values():
             if private_name(target) is not None:
                 return True
+            if target == FACADE_MODULE:
+                return True  # a first run's output: its refusals must survive
             name = canonical_tf(target)
             if name is not None and (
                 name == "estimator" or name.startswith(("estimator.", "keras.estimator"))
@@ -261,6 +291,11 @@ class EstimatorFacade(Rule):
         self._columns: list[str] | None = None  # feature-column kinds this module builds
         self._hook_names: dict[str, bool] | None = None  # name -> only facade hooks bound
         self._module: cst.Module = cst.Module(body=[])
+        # RunConfig args (by id) -> what replaces them: the DistributeConfig's strategies as
+        # RunConfig's own arguments, or nothing (the facade picks the same strategy)
+        self.distribute: dict[int, list[cst.Arg]] = {}
+        # TF1 GradientDescentOptimizer calls a Keras model is compiled with (by id)
+        self.keras_sgd: set[int] = set()
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also for the private Estimator names the facade has."""
@@ -268,6 +303,81 @@ class EstimatorFacade(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
+        self._plan_keras_optimizers(node)
+
+    def _plan_keras_optimizers(self, module: cst.Module) -> None:
+        """A Keras model compiled with TF1's `GradientDescentOptimizer(lr)` in a module that
+        converts models with model_to_estimator: TF 2.15 wrapped it (Keras' TFOptimizer),
+        var -= lr * grad; current Keras takes no TF1 optimizer and the facade clones the
+        model's optimizer from its Keras config, so it becomes Keras' legacy `SGD(lr)`, the
+        same update. The optimizer is the call itself or a name bound once, to it."""
+        calls = list(iter_calls(module, into_defs=True))
+        if not any(
+            self.tf_name(c.func) in KERAS_TO_ESTIMATOR_NAMES
+            # the facade's, a first run wrote: its refusals must survive the migration
+            or self.state.imports.qualify(c.func) == f"{FACADE_MODULE}.model_to_estimator"
+            for c in calls
+        ):
+            return
+        if self.state.imports.alias_for("tensorflow") is None:
+            return
+        # name -> what each binding binds (None: not a plain assignment), and its mentions
+        bound: dict[str, list[cst.BaseExpression | None]] = {}
+        mentions: dict[str, int] = {}
+        for node in descendants(module):
+            if isinstance(node, cst.Name):
+                mentions[node.value] = mentions.get(node.value, 0) + 1
+            elif isinstance(node, cst.Arg) and node.keyword is not None:
+                mentions[node.keyword.value] = mentions.get(node.keyword.value, 0) - 1
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    for name in target_names(t.target):
+                        simple = isinstance(t.target, cst.Name)
+                        bound.setdefault(name, []).append(node.value if simple else None)
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                for name in target_names(node.target):
+                    bound.setdefault(name, []).append(None)
+        for call in calls:
+            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile"):
+                continue
+            arg = next(
+                (a for a in call.args if a.keyword is not None and a.keyword.value == "optimizer"),
+                call.args[0] if call.args and call.args[0].keyword is None else None,
+            )
+            value = arg.value if arg is not None else None
+            candidates = [value]
+            if isinstance(value, cst.Name):
+                candidates = bound.get(value.value, [])
+                # bound once, and named only there and here: no other code sees a TF1 optimizer
+                if len(candidates) != 1 or mentions[value.value] != 2:
+                    value = None
+                else:
+                    value = candidates[0]
+            if isinstance(value, cst.Call) and self._tf1_gradient_descent(value):
+                self.keras_sgd.add(id(value))
+            elif any(isinstance(c, cst.Call) and self._tf1_optimizer(c) for c in candidates):
+                self.refuse(
+                    call,
+                    "a Keras model compiled with a TF1 optimizer (tf.compat.v1.train.*) for "
+                    "model_to_estimator: the tf2 facade clones the model's optimizer from its "
+                    "Keras config, which a TF1 optimizer lacks; compile with a "
+                    "tf.keras.optimizers.legacy optimizer (est2tpu maps a "
+                    "GradientDescentOptimizer(learning_rate) bound to a name used only here "
+                    "to SGD(learning_rate), the same update), then re-run",
+                )
+
+    def _tf1_optimizer(self, call: cst.Call) -> bool:
+        name = self.tf_name(call.func) or ""
+        return name.startswith("train.") and name.endswith("Optimizer")
+
+    def _tf1_gradient_descent(self, call: cst.Call) -> bool:
+        """`tf.(compat.v1.)train.GradientDescentOptimizer(learning_rate)`, nothing else."""
+        if self.tf_name(call.func) != "train.GradientDescentOptimizer":
+            return False
+        if len(call.args) != 1 or call.args[0].star:
+            return False
+        keyword = call.args[0].keyword
+        return keyword is None or keyword.value == "learning_rate"
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -316,6 +426,8 @@ class EstimatorFacade(Rule):
                 )
                 self.keep.add(id(node.func))
                 return
+        if new == "RunConfig" and not self.distribute_config(node):
+            return
         positions = UNSUPPORTED_POSITIONS.get(new, {})
         bad = [
             name
@@ -323,6 +435,7 @@ class EstimatorFacade(Rule):
             if (name := _fills(a, i, positions)) in UNSUPPORTED_ARGS.get(new, ())
             and not _nothing(a.value)
             and not (name in ("hooks", "training_hooks") and self._facade_hooks(a.value))
+            and id(a) not in self.distribute
         ]
         if any(a.star for a in node.args):
             self.refuse(
@@ -355,6 +468,129 @@ class EstimatorFacade(Rule):
                 f"{'it' if len(bad) == 1 else 'them'} ({how}), then re-run",
             )
             self.keep.add(id(node.func))
+
+    def distribute_config(self, node: cst.Call) -> bool:
+        """`RunConfig(experimental_distribute=DistributeConfig(train_distribute=T,
+        eval_distribute=E))`: TF's RunConfig copies T and E into its own train_distribute and
+        eval_distribute (TF 2.15 `distribute/estimator_training.py` init_run_config), so they
+        become those arguments, which the facade honours; TF 1.x contrib strategies the facade
+        picks for the host itself are dropped instead. False when it refused the call."""
+        if any(a.star for a in node.args):
+            return True  # refused whole by visit_Call: nothing changes
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value != "experimental_distribute":
+                continue
+            value = arg.value
+            if _nothing(value) or not isinstance(value, cst.Call):
+                return True
+            if not (
+                self.tf_name(value.func) == DISTRIBUTE_CONFIG
+                or self.state.imports.qualify(value.func) == DISTRIBUTE_CONFIG_QUALIFIED
+            ):
+                return True  # not a DistributeConfig written here: refused as an argument
+            why = None
+            fields: dict[str, cst.BaseExpression] = {}
+            for i, field in enumerate(value.args):
+                name = _fills(field, i, dict(enumerate(DISTRIBUTE_CONFIG_ARGS)))
+                if name is None or name not in DISTRIBUTE_CONFIG_ARGS:
+                    why = "arguments est2tpu cannot read"
+                elif not _nothing(field.value):
+                    fields[name] = field.value
+            given = {a.keyword.value for a in node.args if a.keyword is not None}
+            if "remote_cluster" in fields:
+                why = (
+                    "remote_cluster (a standalone client driving a remote cluster: the facade "
+                    "trains in the process that calls it; run the program on the cluster's "
+                    "workers with TF_CONFIG, where the facade picks MultiWorkerMirroredStrategy)"
+                )
+            elif given & set(fields):
+                why = "a strategy given twice (TensorFlow raises a ValueError)"
+            if why is not None:
+                self.refuse(
+                    node,
+                    f"RunConfig(experimental_distribute=DistributeConfig(...)) with {why} has "
+                    "no equivalent in the tf2 facade; pass train_distribute / eval_distribute "
+                    "to RunConfig, or remove it (the facade chooses the strategy "
+                    "(est2tpu.runtime.tf2.strategy())), then re-run",
+                )
+                self.keep.add(id(node.func))
+                return False
+            if fields and all(self._host_strategy(v) for v in fields.values()):
+                self.distribute[id(arg)] = []
+            else:
+                self.distribute[id(arg)] = [
+                    cst.Arg(
+                        keyword=cst.Name(name),
+                        value=expr,
+                        equal=cst.AssignEqual(
+                            whitespace_before=cst.SimpleWhitespace(""),
+                            whitespace_after=cst.SimpleWhitespace(""),
+                        ),
+                    )
+                    for name, expr in fields.items()
+                ]
+            self._drop_distribute_config(value.func)
+        return True
+
+    def _host_strategy(self, value: cst.BaseExpression) -> bool:
+        """A TF 1.x contrib strategy the facade picks for the host itself (see
+        CONTRIB_STRATEGIES), its arguments only GPU counts."""
+        return (
+            isinstance(value, cst.Call)
+            and self.tf_name(value.func) in CONTRIB_STRATEGIES
+            and all(
+                a.keyword is not None and a.keyword.value in CONTRIB_STRATEGY_ARGS
+                for a in value.args
+            )
+        )
+
+    def _drop_distribute_config(self, func: cst.BaseExpression) -> None:
+        """`from tensorflow.python.distribute.distribute_config import DistributeConfig`
+        goes once unused (LibCST removes it only then)."""
+        if isinstance(func, cst.Name):
+            form = self.state.imports.import_form(func.value)
+            if form is not None:
+                RemoveImportsVisitor.remove_unused_import(self.context, *form)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.keras_sgd:
+            alias = self.state.imports.alias_for("tensorflow")
+            self.record(
+                original_node,
+                "TF1 GradientDescentOptimizer of a Keras model -> "
+                "tf.keras.optimizers.legacy.SGD (the same update)",
+            )
+            func = cst.parse_expression(f"{alias}.keras.optimizers.legacy.SGD")
+            arg = updated_node.args[0].with_changes(
+                keyword=cst.Name("learning_rate") if updated_node.args[0].keyword else None
+            )
+            return updated_node.with_changes(func=func, args=[arg])
+        if not any(id(a) in self.distribute for a in original_node.args):
+            return updated_node
+        args: list[cst.Arg] = []
+        for i, (old, new) in enumerate(zip(original_node.args, updated_node.args)):
+            if id(old) not in self.distribute:
+                args.append(new)
+                continue
+            hoisted = self.distribute[id(old)]
+            names = ", ".join(a.keyword.value for a in hoisted if a.keyword is not None)
+            self.record(
+                old,
+                "RunConfig(experimental_distribute=DistributeConfig(...)) -> "
+                + (names or "the facade's strategy"),
+            )
+            # Each new argument ends as an argument before it ended (the line break and
+            # indent of a multi-line call); the last ends as the replaced one did.
+            between = updated_node.args[i - 1].comma if i > 0 else cst.MaybeSentinel.DEFAULT
+            for j, arg in enumerate(hoisted):
+                args.append(arg.with_changes(comma=new.comma if j == len(hoisted) - 1 else between))
+            if not hoisted and args and i == len(original_node.args) - 1:
+                args[-1] = args[-1].with_changes(comma=new.comma)
+        if not args:
+            return updated_node.with_changes(
+                args=(), whitespace_before_args=cst.SimpleWhitespace("")
+            )
+        return updated_node.with_changes(args=args)
 
     def check_method_hooks(self, node: cst.Call) -> None:
         """`estimator.train/evaluate/predict(..., hooks=...)` on an Estimator the index saw:
@@ -411,21 +647,17 @@ class EstimatorFacade(Rule):
                             self._hook_names[name] = self._hook_names.get(name, True) and is_hook
         return self._hook_names.get(value.value, False)
 
-    def column_kinds(self) -> list[str]:
+    def column_kinds(self, exact: frozenset[str]) -> list[str]:
         """The `tf.feature_column.*` functions this module calls, other than the exact ones."""
         if self._columns is None:
-            found: list[str] = []
+            found: set[str] = set()
             if self.state.current is not None:
                 for call in iter_calls(self.state.current, into_defs=True):
                     name = self.tf_name(call.func)
-                    if (
-                        name is not None
-                        and name.startswith("feature_column.")
-                        and name not in EXACT_COLUMNS
-                    ):
-                        found.append(name.rsplit(".", 1)[-1])
-            self._columns = sorted(set(found))
-        return self._columns
+                    if name is not None and name.startswith("feature_column."):
+                        found.add(name)
+            self._columns = sorted(found)
+        return [name.rsplit(".", 1)[-1] for name in self._columns if name not in exact]
 
     def premade_refusal(self, node: cst.Call, short: str) -> str | None:
         """Why this premade call cannot become the facade's (None: it maps exactly)."""
@@ -476,11 +708,16 @@ class EstimatorFacade(Rule):
         reduction = args.get("loss_reduction")
         if reduction is not None and not self._exact_reduction(reduction):
             bad.append("loss_reduction (only tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM)")
-        kinds = self.column_kinds()
+        dnn = short.startswith("DNN")
+        kinds = self.column_kinds(DNN_EXACT_COLUMNS if dnn else EXACT_COLUMNS)
         if kinds:
-            bad.append(
-                f"feature columns {', '.join(kinds)} (only numeric_column is mapped exactly)"
+            exact = (
+                "only numeric, bucketized, integer-id categorical (identity, weighted) "
+                "columns through indicator_column or embedding_column are mapped exactly"
+                if dnn
+                else "only numeric_column is mapped exactly"
             )
+            bad.append(f"feature columns {', '.join(kinds)} ({exact})")
         if not bad:
             return None
         return (

@@ -102,6 +102,13 @@ class KerasEstimator:
         args = keras_model._get_compile_args()
         weights = keras_model.get_weights()
         optimizer = keras_model.optimizer
+        if type(optimizer).__name__ == "TFOptimizer":
+            raise NotImplementedError(
+                "est2tpu tf2 facade: model_to_estimator clones the model's optimizer from its "
+                "Keras config, which a TF1 optimizer (tf.compat.v1.train.*) lacks; compile the "
+                "model with a tf.keras.optimizers.legacy optimizer (TF1's "
+                "GradientDescentOptimizer(lr) is legacy SGD(lr))"
+            )
         with self._strategy.scope():
             model = k.models.clone_model(keras_model)
             model.set_weights(weights)
@@ -115,8 +122,12 @@ class KerasEstimator:
                 steps_per_execution=_execution_steps(self._config),
                 jit_compile=self._config.jit_compile,
             )
-            # Create the optimizer's slots now, so a checkpoint restores them too.
-            self._optimizer.build(model.trainable_variables)
+            # Create the optimizer's slots now, so a checkpoint restores them too (a
+            # tf.keras.optimizers.legacy optimizer creates them with _create_all_weights).
+            if hasattr(self._optimizer, "build"):
+                self._optimizer.build(model.trainable_variables)
+            else:
+                self._optimizer._create_all_weights(model.trainable_variables)
         self._model = model
         self._output_names = list(model.output_names)
         self._checkpoint = tf.train.Checkpoint(model=model, optimizer=self._optimizer)

@@ -21,7 +21,9 @@ Each class takes TF 2.15's constructor arguments and builds the model_fn TF 2.15
   device computed it; or `SUM`); the same prediction keys and the same evaluation metrics,
   computed with the same Keras metric classes TF 2.15's V2 heads use.
 
-Only numeric feature columns are supported (anything else raises at construction), and no
+Only numeric feature columns are supported (anything else raises at construction; a DNN also
+takes indicator and embedding columns of integer ids, which its `DenseFeatures` layer reads as
+TF 2.15's does), and no
 `label_vocabulary` (string labels cannot reach a TPU); an optimizer is a name or a
 `tf.keras.optimizers.legacy` instance (rebuilt from its config inside the strategy's scope).
 The string predictions (`classes`, `all_classes`) are made on the host from `class_ids`;
@@ -70,6 +72,36 @@ def _numeric_columns(feature_columns: Any, what: str) -> tuple[Any, ...]:
         if not isinstance(column, fc.NumericColumn):
             raise NotImplementedError(
                 f"est2tpu tf2 facade: {what} supports numeric feature columns only; got "
+                f"{type(column).__name__} ({getattr(column, 'name', column)!r})"
+            )
+    return columns
+
+
+def _dnn_columns(feature_columns: Any, what: str) -> tuple[Any, ...]:
+    """The columns, checked: numeric ones, and dense columns over integer ids (TF 2.15's DNN
+    feeds them through the same `DenseFeatures` layer); no string columns (vocabulary, hash
+    buckets), which cannot run in a TPU or XLA step."""
+    from tensorflow.python.feature_column import feature_column_v2 as fc
+
+    def exact(column: Any) -> bool:
+        if isinstance(column, (fc.NumericColumn, fc.IdentityCategoricalColumn)):
+            return True
+        if isinstance(column, fc.BucketizedColumn):
+            return exact(column.source_column)
+        if isinstance(
+            column, (fc.WeightedCategoricalColumn, fc.IndicatorColumn, fc.EmbeddingColumn)
+        ):
+            return exact(column.categorical_column)
+        return False
+
+    columns = tuple(feature_columns or ())
+    if not columns:
+        raise ValueError(f"{what}: feature_columns must not be empty")
+    for column in columns:
+        if not exact(column):
+            raise NotImplementedError(
+                f"est2tpu tf2 facade: {what} supports numeric columns and indicator or "
+                "embedding columns of integer ids (identity, weighted, bucketized) only; got "
                 f"{type(column).__name__} ({getattr(column, 'name', column)!r})"
             )
     return columns
@@ -590,7 +622,7 @@ class DNNClassifier(_Premade):
         loss_reduction: Any = SUM_OVER_BATCH_SIZE,
         batch_norm: bool = False,
     ) -> None:
-        columns = _numeric_columns(feature_columns, "DNNClassifier")
+        columns = _dnn_columns(feature_columns, "DNNClassifier")
         head = _classification_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         activation = activation_fn or _relu()
         hidden = list(hidden_units)
@@ -624,7 +656,7 @@ class DNNRegressor(_Premade):
         loss_reduction: Any = SUM_OVER_BATCH_SIZE,
         batch_norm: bool = False,
     ) -> None:
-        columns = _numeric_columns(feature_columns, "DNNRegressor")
+        columns = _dnn_columns(feature_columns, "DNNRegressor")
         if label_dimension < 1:
             raise ValueError(f"Invalid label_dimension {label_dimension}.")
         head = _Head("regression", label_dimension, weight_column, None, loss_reduction)
