@@ -113,6 +113,8 @@ class UnsupportedTf1(Rule):
         self.pairs: dict[str, str] = {}  # update_op name -> value name
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not self.depth:
+            self.pairs = {}  # names are per model_fn
         if self.depth or self.here in self.model_fns:
             self.depth += 1
 
