@@ -62,6 +62,28 @@ NESTED_APPLY = (
     "instance zeros for the variables a branch leaves alone) and call apply_gradients once, "
     "in the model_fn itself"
 )
+# TF 1.x's train-op builders, gone from TF 2.x (no tf.contrib) and not in the facade: the
+# migrated model_fn would fail on them.
+CREATE_TRAIN_OP = frozenset(
+    {
+        "tensorflow.contrib.training.create_train_op",
+        "tensorflow.contrib.slim.learning.create_train_op",
+        "tensorflow.contrib.slim.create_train_op",
+        "tf_slim.learning.create_train_op",
+        "tf_slim.create_train_op",
+        "tf_slim.training.create_train_op",
+    }
+)
+# The facade reports an eval_metric_ops `(value, update_op)` entry by the metric its update
+# op came from, so a value computed from the metric's (`tf.exp(mean[0])`) would silently be
+# reported as the metric's own value.
+DERIVED_METRIC_VALUE = (
+    "an eval_metric_ops entry whose value `{value}` is not its metric's own value "
+    "(`{own}`) has no tf2 facade equivalent: the facade reports an entry by the metric its "
+    "update op `{update}` comes from, so it would report that metric's value, not `{value}`; "
+    "put the metric itself in eval_metric_ops and compute `{value}` from its result after "
+    "evaluate"
+)
 
 
 def unsupported(name: str) -> str | None:
@@ -87,8 +109,12 @@ class UnsupportedTf1(Rule):
         self.depth = 0
         self.lambdas = 0  # lambdas open inside a model_fn
         self.inner: set[int] = set()
+        # (value, update_op) names bound together by `value, update_op = call(...)`.
+        self.pairs: dict[str, str] = {}  # update_op name -> value name
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not self.depth:
+            self.pairs = {}  # names are per model_fn
         if self.depth or self.here in self.model_fns:
             self.depth += 1
 
@@ -137,8 +163,64 @@ class UnsupportedTf1(Rule):
         if self.depth and id(node) not in self.inner:
             self._check(node)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self.depth:
+            return
+        for target in node.targets:
+            inner = target.target
+            if (
+                isinstance(node.value, cst.Call)
+                and isinstance(inner, (cst.Tuple, cst.List))
+                and len(inner.elements) == 2
+                and all(isinstance(e.value, cst.Name) for e in inner.elements)
+            ):
+                value, update = (e.value for e in inner.elements)
+                assert isinstance(value, cst.Name) and isinstance(update, cst.Name)
+                self.pairs[update.value] = value.value
+            elif isinstance(inner, cst.Subscript):
+                self._check_metric_entry(node.value)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if self.depth:
+            self._check_metric_entry(node.value)
+
+    def _check_metric_entry(self, entry: cst.BaseExpression) -> None:
+        """Refuse `(value, update_op)` where update_op is a metric's and value is not that
+        metric's value (`(tf.exp(m[0]), m[1])`, `(perplexity, log_ppl_update)`)."""
+        if not isinstance(entry, cst.Tuple) or len(entry.elements) != 2:
+            return
+        value, update = (e.value for e in entry.elements)
+        if isinstance(update, cst.Name) and update.value in self.pairs:
+            own: cst.BaseExpression = cst.Name(self.pairs[update.value])
+        elif (
+            isinstance(update, cst.Subscript)
+            and isinstance(update.value, cst.Name)
+            and _index(update) == 1
+        ):
+            own = update.with_changes(slice=[cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+        else:
+            return
+        if value.deep_equals(own):
+            return
+        code = cst.Module([]).code_for_node
+        self.refuse(
+            value,
+            DERIVED_METRIC_VALUE.format(value=code(value), own=code(own), update=code(update)),
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self.depth and (self.state.imports.qualify(func) or "") in CREATE_TRAIN_OP:
+            self.refuse(
+                node,
+                f"`{cst.Module([]).code_for_node(func)}(...)` (TF 1.x's tf.contrib / "
+                "TF-Slim train-op builder) has no tf2 facade equivalent and TF 2.x has no "
+                "tf.contrib: write what it ran: `update_ops = tf.compat.v1.get_collection("
+                "tf.compat.v1.GraphKeys.UPDATE_OPS)`, then under `with tf.control_dependencies("
+                "update_ops):` `train_op = optimizer.minimize(loss, global_step="
+                "tf.compat.v1.train.get_global_step())` (TF2002 maps these; gradient "
+                "clipping or multipliers: compute_gradients, transform, apply_gradients)",
+            )
         if (
             (self.depth > 1 or self.lambdas)
             and isinstance(func, cst.Attribute)
@@ -187,3 +269,12 @@ class UnsupportedTf1(Rule):
                 f"model_fn would fail) and has no exact TF2 equivalent in a model_fn run by "
                 f"the tf2 facade; {hint}",
             )
+
+
+def _index(node: cst.Subscript) -> int | None:
+    if len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+        return int(index.value.value)
+    return None

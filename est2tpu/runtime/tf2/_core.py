@@ -75,6 +75,9 @@ class Invocation:
     train_ops: list[TrainOpRecord] = field(default_factory=list)
     losses: list[LossRecord] = field(default_factory=list)
     metric_by_op: dict[int, Any] = field(default_factory=dict)
+    # id(update_op) -> the value tensor returned with it: an entry is reported by its
+    # update op's metric, so any other value (computed from it) must not pass silently.
+    metric_value_by_op: dict[int, Any] = field(default_factory=dict)
     used_layers: list[Any] = field(default_factory=list)
     # This replica's share of a loss, as the facade scales a minimized loss (TRAIN only):
     # what `compute_gradients` differentiates, as TF1's scaled it under a strategy.

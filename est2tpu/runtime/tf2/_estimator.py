@@ -826,6 +826,14 @@ class Estimator:
             metric = getattr(value, "metric", None)
             if metric is None and isinstance(value, tuple) and len(value) == 2:
                 metric = inv.metric_by_op.get(id(value[1]))
+                if metric is not None and value[0] is not inv.metric_value_by_op[id(value[1])]:
+                    raise TypeError(
+                        f"est2tpu tf2 facade: eval_metric_ops[{name!r}] pairs a metric's "
+                        "update op with another value (one computed from the metric's "
+                        "value?); the facade reports an entry by its update op's metric, "
+                        "so put the metric itself in eval_metric_ops and compute the value "
+                        "from evaluate's result (TF2003)"
+                    )
             if metric is None:
                 raise TypeError(
                     f"est2tpu tf2 facade: eval_metric_ops[{name!r}] is not a metric from "

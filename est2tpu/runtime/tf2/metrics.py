@@ -95,6 +95,7 @@ def _metric(
     op = MetricOp((value, update))
     op.metric = metric
     inv.metric_by_op[id(update)] = metric
+    inv.metric_value_by_op[id(update)] = value
     return op
 
 
