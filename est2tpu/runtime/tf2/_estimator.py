@@ -568,13 +568,15 @@ class Estimator:
         # all-reduce that carries both (`_apply_summed`): the same global-batch gradient
         # as scaling the loss by local / global first, without a collective between the
         # forward and the backward pass. One replica keeps the plain scaled loss.
-        summed = ctx.num_replicas_in_sync > 1
+        # Only TF1 optimizers (whose `_distributed_apply` `_apply_summed` drives); the
+        # premades' Keras optimizers keep the scaled loss.
+        several = ctx.num_replicas_in_sync > 1
         with tf.GradientTape(persistent=True) as tape:
             spec, inv = invoke(state, ModeKeys.TRAIN, False, call)
             targets = {
                 id(record): (
                     self._local_sum(record.loss, inv, features)
-                    if summed
+                    if several and isinstance(record.optimizer.inner, tf.compat.v1.train.Optimizer)
                     else (self._scaled(record.loss, inv, features, ctx), None)
                 )
                 for record in inv.train_ops
@@ -698,9 +700,12 @@ class Estimator:
         total = ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
         return loss * tf.cast(tf.math.divide_no_nan(local, total), loss.dtype)
 
-    def _train_function(self) -> Any:
-        if "train" in self._functions:
-            return self._functions["train"]
+    def _train_function(self, infinite: bool) -> Any:
+        """`train_steps(iterator, n)`: up to `n` steps in one execution; `infinite` when the
+        input never runs out (its end is then never tested for)."""
+        key = "train-infinite" if infinite else "train"
+        if key in self._functions:
+            return self._functions[key]
         import tensorflow as tf
 
         state = self._ensure_state()
@@ -716,17 +721,26 @@ class Estimator:
             # per execution, not every step.
             per_replica = strategy.run(lambda: tf.constant(0.0))
             done = tf.constant(0, tf.int64)
-            for _ in tf.range(n):
-                optional = iterator.get_next_as_optional()
-                if not optional.has_value():
-                    break
-                summary_step.assign(state.global_step + 1)
-                per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
-                state.global_step.assign_add(1)
-                done += 1
+            if infinite:
+                # An input that never runs out needs no end test: no Optional and no
+                # conditional around every step (what Keras `fit` runs, too).
+                for _ in tf.range(n):
+                    summary_step.assign(state.global_step + 1)
+                    per_replica = strategy.run(replica_fn, args=(next(iterator),))
+                    state.global_step.assign_add(1)
+                    done += 1
+            else:
+                for _ in tf.range(n):
+                    optional = iterator.get_next_as_optional()
+                    if not optional.has_value():
+                        break
+                    summary_step.assign(state.global_step + 1)
+                    per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
+                    state.global_step.assign_add(1)
+                    done += 1
             return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None), done
 
-        self._functions["train"] = train_steps
+        self._functions[key] = train_steps
         return train_steps
 
     def train(
@@ -776,7 +790,8 @@ class Estimator:
         if target is not None and start >= target:
             return self
         iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
-        train_steps = self._train_function()
+        infinite = bool(dataset.cardinality() == tf.data.INFINITE_CARDINALITY)
+        train_steps = self._train_function(infinite)
         if self._train_writer is None and self._is_chief():
             # One writer for every train() call: the traced train function records the
             # model_fn's summaries through the writer it was traced with.
