@@ -11,7 +11,8 @@ default strategy or, with `--cpu-replicas N`, `MirroredStrategy` over N logical 
 Speed is measured the way TF1's `StepCounterHook` measures `global_step/sec` (and so the
 facade): the clock starts at the first step-count trigger, which comes after the first
 execution (tracing included), and every `--log-steps` steps a rate over the steps since the
-last one is taken. It prints one JSON line: `{"rates": [...], "steps": N}`.
+last one is taken. It prints one JSON line: `{"rates": [...], "steps": N, "cpu_per_1000": s}`,
+the last the process's CPU seconds per 1,000 steps between the first and the last trigger.
 
 `--keras 2` sets `TF_USE_LEGACY_KERAS=1` before TensorFlow is imported (tf-keras, the Keras
 the migrated program's facade builds its layers with); `--keras 3` leaves `tf.keras` as Keras 3,
@@ -70,6 +71,7 @@ def main() -> None:
         )
 
     rates: list[float] = []
+    marks: list[tuple[float, int]] = []  # (process CPU time, batch) at the first/last trigger
 
     class StepCounter(keras.callbacks.Callback):  # type: ignore[misc,name-defined]
         """TF1's StepCounterHook: a rate every `log_steps` steps, from the first trigger."""
@@ -80,9 +82,11 @@ def main() -> None:
             now = time.perf_counter()
             if self.last is None:
                 self.last = (now, batch)
+                marks[:] = [(time.process_time(), batch)]
             elif batch - self.last[1] >= args.log_steps:
                 rates.append((batch - self.last[1]) / (now - self.last[0]))
                 self.last = (now, batch)
+                marks[1:] = [(time.process_time(), batch)]
 
     model.fit(
         project.train_input_fn(),
@@ -91,7 +95,10 @@ def main() -> None:
         verbose=0,
         callbacks=[StepCounter()],
     )
-    print(json.dumps({"rates": rates, "steps": args.steps}))
+    cpu = None
+    if len(marks) > 1:
+        cpu = (marks[1][0] - marks[0][0]) / (marks[1][1] - marks[0][1]) * 1000
+    print(json.dumps({"rates": rates, "steps": args.steps, "cpu_per_1000": cpu}))
 
 
 if __name__ == "__main__":

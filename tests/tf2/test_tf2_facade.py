@@ -332,3 +332,58 @@ def test_resume_in_a_new_process_matches_one_run(
     assert one["step"] == resumed["step"] == 200
     for got, want in zip(resumed["weights"], one["weights"]):
         assert got == pytest.approx(want, abs=1e-6)
+
+
+# The traced train loop over 4 replicas, an infinite input: what runs every step.
+_STEP_PROBE = textwrap.dedent(
+    """
+    import collections, json, sys
+    import numpy as np
+    import tensorflow as tf
+    import est2tpu.runtime.tf2 as est
+
+    X = np.random.RandomState(1).normal(size=(64, 4)).astype("float32")
+    Y = (X.sum(1) > 0).astype("int32")
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(16)
+
+    def model_fn(features, labels, mode):
+        logits = est.layers.dense(est.layers.dense(features["x"], 8, activation=tf.nn.relu), 2)
+        loss = est.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = est.train.AdamOptimizer(0.01).minimize(
+            loss, global_step=est.train.get_global_step())
+        return est.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    estimator = est.Estimator(model_fn, model_dir=sys.argv[1])
+    estimator.train(input_fn, steps=3)
+    (train_steps,) = estimator._functions.values()
+    (concrete,) = train_steps._list_all_concrete_functions()
+    library = concrete.graph.as_graph_def().library.function
+    ops = {f.signature.name: collections.Counter(n.op for n in f.node_def) for f in library}
+    body = next(c for name, c in ops.items() if name.startswith("while_body"))
+    print(json.dumps({"functions": sorted(ops), "body": body,
+                      "replicas": estimator._strategy.num_replicas_in_sync}))
+    """
+)
+
+
+@pytest.mark.tf
+def test_a_replicated_step_runs_one_all_reduce(
+    tfcur: str, harness: ModuleType, tmp_path: Path
+) -> None:
+    """Issue 21: the gradients and the loss denominators go in one packed all-reduce (one
+    collective per replica per step, no barrier between the forward and backward pass), the
+    loss is averaged once per execution, and an infinite input needs no end test per step."""
+    report = harness.run_tf_json(
+        _STEP_PROBE,
+        str(tmp_path / "model"),
+        python=tfcur,
+        env={"EST2TPU_CPU_REPLICAS": "4"},
+        timeout=400,
+    )
+    assert report["replicas"] == 4
+    assert report["body"].get("CollectiveReduceV2") == 4, report["body"]
+    assert report["body"].get("IteratorGetNext") == 4
+    # the while loop's cond and body, and no conditional's branches around each step
+    assert len(report["functions"]) == 2, report["functions"]

@@ -183,6 +183,68 @@ class _StepCounter:
         return (step - last_step) / (now - last_time)
 
 
+def _apply_summed(strategy: Any, optimizer: Any, grads_and_vars: Any, denominator: Any) -> Any:
+    """TF1's `_distributed_apply` (cross-replica, in a merge_call) of gradients of the
+    replicas' loss *sums*: one batch all-reduce sums the gradients and the denominators,
+    and each device divides its summed gradient by the summed denominator as it updates."""
+    import tensorflow as tf
+
+    pairs = list(grads_and_vars)
+    reduced = strategy.extended.batch_reduce_to(
+        tf.distribute.ReduceOp.SUM, [(denominator, pairs[0][1]), *pairs]
+    )
+    summed = [(g, v) for g, (_, v) in zip(reduced[1:], pairs)]
+    return optimizer._distributed_apply(_Summed(strategy, reduced[0]), summed)
+
+
+def _divided(grad: Any, total: Any) -> Any:
+    import tensorflow as tf
+
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(_divided(grad.values, total), grad.indices, grad.dense_shape)
+    return tf.math.divide_no_nan(grad, tf.cast(total, grad.dtype))
+
+
+class _SummedExtended:
+    """The strategy's `extended` as `_distributed_apply` uses it, for gradients already
+    summed: no second reduction, and each update divides by the global denominator."""
+
+    def __init__(self, extended: Any, total: Any) -> None:
+        self._extended = extended
+        self._total = total
+
+    def batch_reduce_to(
+        self, reduce_op: Any, value_destination_pairs: Any, options: Any = None
+    ) -> Any:
+        return [value for value, _ in value_destination_pairs]
+
+    def update(
+        self, var: Any, fn: Any, args: Any = (), kwargs: Any = None, group: bool = True
+    ) -> Any:
+        (grad,) = args
+        return self._extended.update(
+            var,
+            lambda v, g, total: fn(v, _divided(g, total)),
+            args=(grad, self._total),
+            kwargs=kwargs,
+            group=group,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._extended, name)
+
+
+class _Summed:
+    """The strategy, seen through `_SummedExtended`."""
+
+    def __init__(self, strategy: Any, total: Any) -> None:
+        self._strategy = strategy
+        self.extended = _SummedExtended(strategy.extended, total)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._strategy, name)
+
+
 def _batch_size(tree: Any) -> Any:
     """The number of examples in a (per-replica) batch: the leading dim of its first tensor."""
     import tensorflow as tf
@@ -501,30 +563,46 @@ class Estimator:
             inv.scale_loss = lambda loss: self._scaled(loss, inv, features, ctx)
             return self._call_model_fn(features, labels, ModeKeys.TRAIN)
 
+        # Over several replicas a minimized loss's gradient is taken of the replica's *sum*
+        # (loss x local denominator) and divided by the global denominator after one
+        # all-reduce that carries both (`_apply_summed`): the same global-batch gradient
+        # as scaling the loss by local / global first, without a collective between the
+        # forward and the backward pass. One replica keeps the plain scaled loss.
+        # Only TF1 optimizers (whose `_distributed_apply` `_apply_summed` drives); the
+        # premades' Keras optimizers keep the scaled loss.
+        several = ctx.num_replicas_in_sync > 1
         with tf.GradientTape(persistent=True) as tape:
             spec, inv = invoke(state, ModeKeys.TRAIN, False, call)
-            scaled = [
-                (record, self._scaled(record.loss, inv, features, ctx))
+            targets = {
+                id(record): (
+                    self._local_sum(record.loss, inv, features)
+                    if several and isinstance(record.optimizer.inner, tf.compat.v1.train.Optimizer)
+                    else (self._scaled(record.loss, inv, features, ctx), None)
+                )
                 for record in inv.train_ops
                 if record.grads_and_vars is None
-            ]
+            }
         if spec.loss is None or not inv.train_ops:
             raise ValueError(
                 "est2tpu tf2 facade: in TRAIN mode the model_fn must return a loss "
                 "and a train_op from optimizer.minimize(loss)"
             )
-        losses = {id(record): loss for record, loss in scaled}
         for record in inv.train_ops:
+            denominator = None
             if record.grads_and_vars is not None:
                 # apply_gradients: what the model_fn computed (and maybe clipped)
                 pairs = [(g, v) for g, v in record.grads_and_vars if g is not None]
             else:
+                target, denominator = targets[id(record)]
                 variables = list(record.var_list or state.trainable_variables())
-                grads = tape.gradient(losses[id(record)], variables)
+                grads = tape.gradient(target, variables)
                 pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
-            record.optimizer.inner.apply_gradients(pairs)
+            if denominator is None:
+                record.optimizer.inner.apply_gradients(pairs)
+            else:
+                ctx.merge_call(_apply_summed, args=(record.optimizer.inner, pairs, denominator))
         del tape
         if fetch is None:
             return tf.cast(spec.loss, tf.float32)
@@ -599,6 +677,18 @@ class Estimator:
         return loss, 1
 
     @staticmethod
+    def _local_sum(loss: Any, inv: Invocation, features: Any) -> tuple[Any, Any]:
+        """(what to differentiate, this replica's denominator): the replica's sum of a mean
+        loss and its denominator, or a SUM loss itself and None (the sums add up)."""
+        import tensorflow as tf
+
+        record = next((r for r in inv.losses if r.loss is loss), None)
+        if record is not None and record.denominator is None:
+            return loss, None
+        local = record.denominator if record is not None else _batch_size(features)
+        return loss * tf.cast(local, loss.dtype), tf.cast(local, tf.float32)
+
+    @staticmethod
     def _scaled(loss: Any, inv: Invocation, features: Any, ctx: Any) -> Any:
         """This replica's share of the global-batch loss (see `losses`)."""
         import tensorflow as tf
@@ -610,9 +700,12 @@ class Estimator:
         total = ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
         return loss * tf.cast(tf.math.divide_no_nan(local, total), loss.dtype)
 
-    def _train_function(self) -> Any:
-        if "train" in self._functions:
-            return self._functions["train"]
+    def _train_function(self, infinite: bool) -> Any:
+        """`train_steps(iterator, n)`: up to `n` steps in one execution; `infinite` when the
+        input never runs out (its end is then never tested for)."""
+        key = "train-infinite" if infinite else "train"
+        if key in self._functions:
+            return self._functions[key]
         import tensorflow as tf
 
         state = self._ensure_state()
@@ -624,20 +717,30 @@ class Estimator:
 
         @_tf_function
         def train_steps(iterator: Any, n: Any) -> Any:
-            loss = tf.constant(0.0)
+            # Only the last step's loss is reported: the replicas' losses are averaged once
+            # per execution, not every step.
+            per_replica = strategy.run(lambda: tf.constant(0.0))
             done = tf.constant(0, tf.int64)
-            for _ in tf.range(n):
-                optional = iterator.get_next_as_optional()
-                if not optional.has_value():
-                    break
-                summary_step.assign(state.global_step + 1)
-                per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
-                loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
-                state.global_step.assign_add(1)
-                done += 1
-            return loss, done
+            if infinite:
+                # An input that never runs out needs no end test: no Optional and no
+                # conditional around every step (what Keras `fit` runs, too).
+                for _ in tf.range(n):
+                    summary_step.assign(state.global_step + 1)
+                    per_replica = strategy.run(replica_fn, args=(next(iterator),))
+                    state.global_step.assign_add(1)
+                    done += 1
+            else:
+                for _ in tf.range(n):
+                    optional = iterator.get_next_as_optional()
+                    if not optional.has_value():
+                        break
+                    summary_step.assign(state.global_step + 1)
+                    per_replica = strategy.run(replica_fn, args=(optional.get_value(),))
+                    state.global_step.assign_add(1)
+                    done += 1
+            return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None), done
 
-        self._functions["train"] = train_steps
+        self._functions[key] = train_steps
         return train_steps
 
     def train(
@@ -687,7 +790,8 @@ class Estimator:
         if target is not None and start >= target:
             return self
         iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
-        train_steps = self._train_function()
+        infinite = bool(dataset.cardinality() == tf.data.INFINITE_CARDINALITY)
+        train_steps = self._train_function(infinite)
         if self._train_writer is None and self._is_chief():
             # One writer for every train() call: the traced train function records the
             # model_fn's summaries through the writer it was traced with.
