@@ -43,6 +43,25 @@ class InputFnPlan:
     # calls pass once the function reads params["batch_size"]
     batch_literal: str | None = None
     batch_param: str | None = None  # or the parameter (with that default) it batched by
+    # It batches in a project helper it returns the value of (`return make_batches(files,
+    # 64)`): that call's code, and the helper parameter that takes params["batch_size"]
+    # (`helper_arg`: the index of the argument passing it, None: added by keyword).
+    helper_call: str | None = None
+    helper_param: str | None = None
+    helper_arg: int | None = None
+    helper_repeats: bool = False  # the helpers repeat the dataset (`.repeat()`)
+
+
+@dataclass
+class BatchHelper:
+    """A project function that makes an input function's batches (see InputFnPlan.helper_call):
+    the one that batches by its batch-size parameter gets static batches on TPU; the one the
+    input function returns the value of returns its dataset, not one-shot iterator tensors."""
+
+    modes: set[Mode] = field(default_factory=set)
+    batches: bool = False
+    return_dataset: bool = False
+    callers: set[FnKey] = field(default_factory=set)  # the input functions that return it
 
 
 @dataclass
@@ -157,6 +176,8 @@ class ProjectIndex:
     # (path, scope, lambda code) -> how an input_fn lambda bound to a name (`train_input =
     # lambda: input_fn(...)`, passed as `TrainSpec(train_input)`) takes params, where it is bound
     bound_lambdas: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
+    # project functions that batch for input functions (TPU005 rewrites them too)
+    batch_helpers: dict[FnKey, BatchHelper] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

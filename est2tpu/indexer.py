@@ -14,6 +14,7 @@ import libcst as cst
 from est2tpu.batching import batch_calls, batch_size_arg, int_literal, is_params_batch_size
 from est2tpu.cstutil import iter_calls, target_names, walk
 from est2tpu.index import (
+    BatchHelper,
     BatchSize,
     CallKey,
     CallKeys,
@@ -175,6 +176,21 @@ def _chained_factory_call(ix: Indexer, factory: FnKey, call: cst.Call) -> cst.Ca
     if missing or not isinstance(result, cst.Call):
         return None  # reads the factory's own locals: not expressible at the call site
     return result
+
+
+def _calls_named(src: SourceModule, short: str) -> list[tuple[str, cst.Call]]:
+    """The calls in a module of a name or attribute spelled `short`, with their scopes."""
+    found: list[tuple[str, cst.Call]] = []
+
+    class V(_Scoped):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+            if name == short:
+                found.append((self.here, node))
+
+    walk(src.module, V())
+    return found
 
 
 def _subscript_head(expr: cst.BaseExpression) -> str:
@@ -431,6 +447,7 @@ class Indexer:
                 self.index.kept_model_fns.setdefault(plan.model_fn, set()).add(path)
         for collector in collectors:
             collector.finish()
+        self.check_returned_datasets()
         for collector in collectors:
             collector.direct_calls()
         if self.follow_helpers:
@@ -446,6 +463,39 @@ class Indexer:
                 | self.metric_fns
             )
         return self.index
+
+    def mentioning(self, word: str) -> list[SourceModule]:
+        """The project's modules whose text spells `word`."""
+        return [src for src in self.modules.values() if word in src.text]
+
+    def check_returned_datasets(self) -> None:
+        """A helper that returns one-shot iterator tensors returns its dataset once it feeds
+        a TPUEstimator: every call the project makes of it must be an input function's
+        return, or the helper stays as it is and a finding says why."""
+        for key, helper in self.index.batch_helpers.items():
+            if not helper.return_dataset:
+                continue
+            short = key[1].rpartition(".")[2]
+            outside = False
+            for src in self.mentioning(short):
+                for scope, call in _calls_named(src, short):
+                    if self.resolve_fn(src, scope, call.func) != key:
+                        continue
+                    caller = (src.path, scope)
+                    plan = self.index.input_fns.get(caller)
+                    if caller not in helper.callers or plan is None or not plan.committed:
+                        outside = True
+            if not outside:
+                continue
+            helper.return_dataset = False
+            for caller in helper.callers:
+                self.index.input_fns[caller].problems.append(
+                    f"`{key[1]}`, whose value the input function returns, returns tensors "
+                    "from a one-shot iterator, and the project calls it elsewhere too: "
+                    "TPUEstimator's PER_HOST_V2 input (est2tpu's TPU RunConfig) needs the "
+                    "tf.data.Dataset itself on TPU; return the batched dataset from a "
+                    "function of its own by hand"
+                )
 
     def bind_builders(self, collectors: Sequence[_UseCollector]) -> None:
         """An Estimator whose model_fn is a parameter of the function that builds it runs
@@ -1063,6 +1113,11 @@ class _UseCollector(_Scoped):
                 if examples is not None and not shadowed & _names_in(examples):
                     site.examples_code = examples
         calls = batch_calls(fn)
+        chain = _helper_chain(self.ix, target_key) if not calls else None
+        if chain is not None:
+            return self.through_helper(
+                chain, target_key, factory, via_lambda, via_partial, bindings, mode, site, commit
+            )
         if len(calls) != 1:
             if not calls:
                 plan.problems.append(_why_unbatched(self.ix, target_key))
@@ -1075,8 +1130,112 @@ class _UseCollector(_Scoped):
         size_arg = batch_size_arg(calls[0])
         if size_arg is None:
             return None
-        size = size_arg.value
-        owner_src = self.ix.modules[target_key[0]]
+        return self.batch_size_of(
+            size_arg.value,
+            self.ix.modules[target_key[0]],
+            target_key,
+            factory,
+            via_lambda,
+            via_partial,
+            bindings,
+            mode,
+            site,
+            commit,
+        )
+
+    def through_helper(
+        self,
+        chain: _HelperChain,
+        target_key: FnKey,
+        factory: FnKey | None,
+        via_lambda: cst.Lambda | None,
+        via_partial: bool,
+        bindings: dict[str, cst.BaseExpression],
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+    ) -> BatchSize | None:
+        """An input function that returns what a project helper makes, batched by the
+        helper's parameter (`return make_batches(files, 64)`): the call passes
+        params["batch_size"] for it, as the input function's own `.batch(64)` would read it."""
+        plan = self.ix.index.input_fns[target_key]
+        first = chain.helpers[0]
+        if Mode.PREDICT in plan.modes and plan.modes - {Mode.PREDICT}:
+            plan.problems.append(
+                f"this input function feeds predict and train/eval, and `{first[1]}` makes its "
+                "batches: predict keeps the last partial batch, train/eval on TPU need "
+                "drop_remainder=True; split it, or give the helper the mode, by hand"
+            )
+            return None
+        if chain.size is not None:
+            result = self.batch_size_of(
+                chain.size,
+                self.ix.modules[target_key[0]],
+                target_key,
+                factory,
+                via_lambda,
+                via_partial,
+                bindings,
+                mode,
+                site,
+                commit,
+            )
+        else:
+            # the call leaves the batch size to the helper's default
+            owner = self.ix.modules[first[0]]
+            default = _default(self.ix.fn(first), chain.param)
+            result = None
+            if default is not None and int_literal(default):
+                result = BatchSize(mode, self.code_of(owner, default), True)
+                plan.batch_literal = result.code
+            elif isinstance(default, cst.Name) and default.value in owner.constants:
+                same = owner.path == self.src.path
+                text = default.value if same else str(owner.constants[default.value])
+                result = BatchSize(mode, text, True)
+                plan.batch_literal = str(owner.constants[default.value])
+            if result is None:
+                plan.problems.append(
+                    f"`{first[1]}`, which makes the input function's batches, batches by its "
+                    f"argument `{chain.param}`, whose default is no literal or module "
+                    "constant; pass params['batch_size'] for it by hand"
+                )
+                return None
+            self.forward_params(plan, site, via_lambda, commit)
+        if result is None or not commit:
+            return result
+        if plan.batch_to_params:
+            plan.helper_call = node_code(chain.call)
+            plan.helper_param = chain.param
+            passed = _bind_index(self.ix.fn(first), chain.call).get(chain.param)
+            plan.helper_arg = passed
+        plan.helper_repeats = chain.repeats
+        for key in chain.helpers:
+            self.ix.index.batch_helpers.setdefault(key, BatchHelper()).modes.add(mode)
+        self.ix.index.batch_helpers[chain.helpers[-1]].batches = True
+        if chain.one_shot:
+            helper = self.ix.index.batch_helpers[first]
+            helper.return_dataset = True
+            helper.callers.add(target_key)
+        return result
+
+    def batch_size_of(
+        self,
+        size: cst.BaseExpression,
+        owner_src: SourceModule,
+        target_key: FnKey,
+        factory: FnKey | None,
+        via_lambda: cst.Lambda | None,
+        via_partial: bool,
+        bindings: dict[str, cst.BaseExpression],
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+    ) -> BatchSize | None:
+        """The batch size `size` (the input function's batch argument, as `owner_src`
+        spells it) where the Estimator is built, and the rewrite that reads it from params."""
+        plan = self.ix.index.input_fns[target_key]
+        fn = self.ix.fn(target_key)
+        fn_params = param_names(fn)
         if is_params_batch_size(size):
             # Migrated before (by hand, or by a run that stopped after writing this file):
             # the size it had survives as the one argument that nothing reads any more.
@@ -1546,6 +1705,193 @@ def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
     if isinstance(value, cst.Call) and call_kind(imports, value.func) == "numpy":
         return value
     return None
+
+
+def _bind_index(fn: cst.FunctionDef, call: cst.Call) -> dict[str, int]:
+    """Map a def's parameter names to the index in `call.args` of the argument for them."""
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    found: dict[str, int] = {}
+    positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]
+    for name, i in zip(names, positional):
+        found[name] = i
+    for i, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            found[arg.keyword.value] = i
+    return found
+
+
+@dataclasses.dataclass
+class _HelperChain:
+    """An input function's `return helper(...)`, where the helper (or one it calls, passing
+    its parameter on) batches by a parameter of its own."""
+
+    call: cst.Call
+    param: str  # the parameter of the first helper that carries the batch size
+    size: cst.BaseExpression | None  # what the call passes for it (None: its default)
+    helpers: list[FnKey]  # the helper called first ... the one that batches
+    one_shot: bool  # the first returns <one-shot iterator over its dataset>.get_next()
+    repeats: bool
+
+
+_ITERATOR_METHODS = frozenset(
+    {"make_one_shot_iterator", "make_initializable_iterator", "get_next", "__iter__"}
+)
+
+
+def _is_iterator_call(src: SourceModule, call: cst.Call) -> bool:
+    name = src.imports.tf_name(call.func) or ""
+    if name.startswith("data.") and name[5:] in _ITERATOR_METHODS:
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _ITERATOR_METHODS
+
+
+def _makes_one_shot(src: SourceModule, expr: cst.BaseExpression) -> bool:
+    """`E.make_one_shot_iterator()` or `tf.compat.v1.data.make_one_shot_iterator(E)`."""
+    if not isinstance(expr, cst.Call):
+        return False
+    if src.imports.tf_name(expr.func) == "data.make_one_shot_iterator":
+        return len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star
+    func = expr.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "make_one_shot_iterator"
+        and not expr.args
+        and src.imports.tf_name(func) is None
+    )
+
+
+def _returns_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
+    """The function ends in its one return, `return <one-shot iterator over E>.get_next()`
+    (the iterator made in that return, or right before it in a name used nowhere else),
+    and makes no other iterator: the form TPU005 turns into `return E`."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
+    returned, _ = _returns(fn)
+    iterators = [c for c in iter_calls(fn) if _is_iterator_call(src, c)]
+    if len(returned) != 1 or not body or len(iterators) != 2:
+        return False
+    last = body[-1]
+    if not (
+        isinstance(last, cst.SimpleStatementLine)
+        and len(last.body) == 1
+        and isinstance(last.body[0], cst.Return)
+    ):
+        return False
+    value = last.body[0].value
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get_next"
+        and not value.args
+    ):
+        return False
+    held = value.func.value
+    if _makes_one_shot(src, held):
+        return True
+    if not isinstance(held, cst.Name) or len(body) < 2:
+        return False
+    made = body[-2]
+    return (
+        isinstance(made, cst.SimpleStatementLine)
+        and len(made.body) == 1
+        and isinstance(made.body[0], cst.Assign)
+        and len(made.body[0].targets) == 1
+        and isinstance(made.body[0].targets[0].target, cst.Name)
+        and made.body[0].targets[0].target.value == held.value
+        and _makes_one_shot(src, made.body[0].value)
+        and _name_count(fn, held.value) == 2
+    )
+
+
+def _name_count(fn: cst.FunctionDef, name: str) -> int:
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal count
+            count += node.value == name
+
+    walk(fn.body, V())
+    return count
+
+
+def _has_repeat(fn: cst.FunctionDef) -> bool:
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat"
+        for c in iter_calls(fn)
+    )
+
+
+def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
+    """How an input function without `.batch(...)` of its own batches in a project helper
+    whose value it returns, if a reader sees it at once: see `_HelperChain`."""
+    fn = ix.fn(key)
+    src = ix.modules[key[0]]
+    returned, bound = _returns(fn)
+    call = returned[0] if len(returned) == 1 else None
+    if isinstance(call, cst.Name) and len(bound.get(call.value, [])) == 1:
+        call = bound[call.value][0]  # `dataset = helper(...)`, `return dataset`
+    if not isinstance(call, cst.Call) or any(a.star for a in call.args):
+        return None
+    first = ix.resolve_fn(src, key[1], call.func)
+    if first is None or first == key:
+        return None
+    found = _batch_param(ix, first, 0)
+    if found is None:
+        return None
+    param, helpers, one_shot, repeats = found
+    size = _bind(ix.fn(first), call).get(param)
+    if size is None and _default(ix.fn(first), param) is None:
+        return None
+    return _HelperChain(call, param, size, helpers, one_shot, repeats or _has_repeat(fn))
+
+
+def _batch_param(
+    ix: Indexer, key: FnKey, depth: int
+) -> tuple[str, list[FnKey], bool, bool] | None:
+    """The parameter a project function batches by (its one `.batch(p)`, or p passed on for
+    the batch-size parameter of the one project function it calls that batches), the chain
+    of functions down to that batch, whether it returns one-shot iterator tensors over its
+    dataset, and whether the chain repeats."""
+    fn = ix.fn(key)
+    src = ix.modules[key[0]]
+    if isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None:
+        return None
+    one_shot = False
+    if any(_is_iterator_call(src, c) for c in iter_calls(fn)):
+        # a dataset must come out of every helper but the first, which may return the
+        # one-shot iterator's tensors over it (it returns the dataset itself then)
+        if depth > 0 or not _returns_one_shot(src, fn):
+            return None
+        one_shot = True
+    repeats = _has_repeat(fn)
+    own = set(param_names(fn)) - _assigned_in(fn)
+    calls = batch_calls(fn)
+    if len(calls) > 1:
+        return None
+    if calls:
+        arg = batch_size_arg(calls[0])
+        if arg is None or not isinstance(arg.value, cst.Name) or arg.value.value not in own:
+            return None
+        return arg.value.value, [key], one_shot, repeats
+    if depth >= 2:
+        return None
+    found: list[tuple[str, list[FnKey], bool, bool]] = []
+    for call in iter_calls(fn):
+        callee = ix.resolve_fn(src, key[1], call.func)
+        if callee is None or callee == key:
+            continue
+        inner = _batch_param(ix, callee, depth + 1)
+        if inner is None:
+            continue
+        passed = _bind(ix.fn(callee), call).get(inner[0])
+        if not isinstance(passed, cst.Name) or passed.value not in own:
+            return None  # batched by something the caller computes: not one parameter
+        found.append((passed.value, [key, *inner[1]], one_shot, repeats or inner[3]))
+    return found[0] if len(found) == 1 else None
 
 
 # Batching outside `.batch(...)`: TF1 queue readers (they return tensors, and TPUEstimator

@@ -133,10 +133,17 @@ class _LazyIndexer(Indexer):
         load: Callable[[int], SourceModule | None],
         use_runtime: bool,
         follow_helpers: bool,
+        sources: Sequence[str] = (),
     ) -> None:
         super().__init__([], use_runtime=use_runtime, follow_helpers=follow_helpers)
         self.claims = claims
         self.load = load
+        self.sources = sources  # every candidate's text, by candidate id
+
+    def mentioning(self, word: str) -> list[SourceModule]:
+        # modules the index did not need yet may call a helper too: parse those that spell it
+        found = [self.load(cid) for cid, text in enumerate(self.sources) if word in text]
+        return [src for src in found if src is not None]
 
     def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
         found: dict[str, SourceModule] = {}
@@ -182,7 +189,13 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
         return src
 
     settings = state.settings
-    indexer = _LazyIndexer(claims, load, settings.use_runtime, settings.target is Target.TF2)
+    indexer = _LazyIndexer(
+        claims,
+        load,
+        settings.use_runtime,
+        settings.target is Target.TF2,
+        [cand.source for cand in cands],
+    )
     needed = [
         cid
         for cid, cand in enumerate(cands)

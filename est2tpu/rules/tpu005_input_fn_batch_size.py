@@ -14,7 +14,7 @@ from est2tpu.cstutil import (
     walk,
     with_kwarg,
 )
-from est2tpu.index import Mode, UseSite, node_code
+from est2tpu.index import InputFnPlan, Mode, UseSite, node_code
 from est2tpu.rule import FileState, Rule
 from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 
@@ -22,9 +22,13 @@ from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 class InputFnBatchSize(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return cls.file_has_input_fn(state) or any(
-            path == state.path
-            for path, _, _ in (*state.index.direct_calls, *state.index.bound_lambdas)
+        return (
+            cls.file_has_input_fn(state)
+            or any(
+                path == state.path
+                for path, _, _ in (*state.index.direct_calls, *state.index.bound_lambdas)
+            )
+            or any(path == state.path for path, _ in state.index.batch_helpers)
         )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -47,13 +51,15 @@ class InputFnBatchSize(Rule):
     ) -> cst.FunctionDef:
         plan = self.input_fn_plan()
         if plan is None:
-            return updated_node
+            return self._batch_helper(original_node, updated_node)
         for problem in dict.fromkeys(plan.problems):
             self.refuse(original_node, problem)
         fn = updated_node
         if plan.needs_params and not has_param(fn, "params"):
             fn = add_param(fn, "params")
             self.record(original_node, "input function takes params")
+        if plan.helper_call is not None:
+            return self._helper_call(original_node, fn, plan)
         calls = batch_calls(original_node)
         if len(calls) != 1:
             return fn
@@ -118,6 +124,84 @@ class InputFnBatchSize(Rule):
                 return u
 
         result = fn.visit(Batch())
+        assert isinstance(result, cst.FunctionDef)
+        return result
+
+    # Issue 19 (helpers): input functions that batch in a project helper they return.
+    def _helper_call(
+        self, original_node: cst.FunctionDef, fn: cst.FunctionDef, plan: InputFnPlan
+    ) -> cst.FunctionDef:
+        """`return make_batches(files, 64)` -> `return make_batches(files,
+        params["batch_size"])`: the helper batches by what TPUEstimator passes (64 moved to
+        its batch size; the helper gets static batches on TPU, see `_batch_helper`)."""
+        if Mode.TRAIN in plan.modes and plan.committed and not plan.helper_repeats:
+            self.refuse(
+                original_node,
+                "the training input does not .repeat(); on TPU the infeed must not run dry "
+                "before `steps`: repeat the dataset (and bound training by steps)",
+            )
+        code, index = plan.helper_call, plan.helper_arg
+        assert plan.helper_param is not None
+        param: str = plan.helper_param
+        rule = self
+
+        class PassBatchSize(cst.CSTTransformer):
+            def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
+                if node_code(o) != code:
+                    return u
+                if index is None:
+                    if kwarg(u, param) is not None:
+                        return u
+                    rule.record(o, "the helper batches by params['batch_size']")
+                    return with_kwarg(u, param, params_subscript())
+                if is_params_batch_size(u.args[index].value):
+                    return u
+                rule.record(o, "the helper batches by params['batch_size']")
+                return u.with_changes(
+                    args=[
+                        a.with_changes(value=params_subscript()) if i == index else a
+                        for i, a in enumerate(u.args)
+                    ]
+                )
+
+        result = fn.visit(PassBatchSize())
+        assert isinstance(result, cst.FunctionDef)
+        return result
+
+    def _batch_helper(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        """A project function that makes input functions' batches: the one that batches gets
+        static batches on TPU (it has no TPUEstimator params of its own: the runtime says
+        whether one runs on a TPU); the one they return returns its dataset."""
+        helper = self.state.index.batch_helpers.get((self.state.path, self.here))
+        if helper is None:
+            return updated_node
+        fn = updated_node
+        if helper.return_dataset:
+            fn = self._return_dataset(original_node, fn)
+        calls = batch_calls(original_node)
+        if not helper.batches or len(calls) != 1 or Mode.PREDICT in helper.modes:
+            if helper.batches and Mode.PREDICT in helper.modes and len(helper.modes) > 1:
+                self.refuse(
+                    calls[0],
+                    "this helper makes the batches of input functions for predict and for "
+                    "train/eval: predict keeps the last partial batch, train/eval on TPU need "
+                    "drop_remainder=True; give it the mode, or split it, by hand",
+                )
+            return fn
+        target = calls[0]
+        drop = cst.Call(self.runtime("use_tpu"))
+        rule = self
+
+        class Static(cst.CSTTransformer):
+            def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
+                if not o.deep_equals(target) or kwarg(u, "drop_remainder") is not None:
+                    return u
+                rule.record(o, "static batch shape on TPU (drop_remainder)")
+                return with_kwarg(u, "drop_remainder", drop)
+
+        result = fn.visit(Static())
         assert isinstance(result, cst.FunctionDef)
         return result
 
