@@ -49,6 +49,10 @@ EXPECTED_FINDINGS: dict[str, set[str]] = {
     # Issue 19.5: an input_fn lambda bound to a name and passed by it; eval/predict inputs
     # made by a project function that returns numpy_input_fn(...).
     "input_fn_factories": set(),
+    # Issue 19 (helpers): input functions return what a helper module makes, batched by the
+    # helper's argument (a helper of a helper, returning one-shot iterator tensors; a default
+    # batch size; a partial): params["batch_size"] reaches the helpers.
+    "helper_batched_inputs": set(),
 }
 
 
