@@ -59,7 +59,9 @@ class BatchHelper:
     input function returns the value of returns its dataset, not one-shot iterator tensors."""
 
     modes: set[Mode] = field(default_factory=set)
-    batches: bool = False
+    batch: str | None = None  # the code of its call that batches (`.batch(p)`, map_and_batch)
+    # (name, default): it batched by a module constant, and batches by this new parameter
+    new_param: tuple[str, str] | None = None
     return_dataset: bool = False
     callers: set[FnKey] = field(default_factory=set)  # the input functions that return it
 

@@ -1181,9 +1181,10 @@ class _UseCollector(_Scoped):
                 commit,
             )
         else:
-            # the call leaves the batch size to the helper's default
+            # the call leaves the batch size to the helper's default (or the constant it
+            # batches by, which becomes that default)
             owner = self.ix.modules[first[0]]
-            default = _default(self.ix.fn(first), chain.param)
+            default = chain.new_default or _default(self.ix.fn(first), chain.param)
             result = None
             if default is not None and int_literal(default):
                 result = BatchSize(mode, self.code_of(owner, default), True)
@@ -1211,7 +1212,10 @@ class _UseCollector(_Scoped):
         plan.helper_repeats = chain.repeats
         for key in chain.helpers:
             self.ix.index.batch_helpers.setdefault(key, BatchHelper()).modes.add(mode)
-        self.ix.index.batch_helpers[chain.helpers[-1]].batches = True
+        last = self.ix.index.batch_helpers[chain.helpers[-1]]
+        last.batch = node_code(chain.batch)
+        if chain.new_default is not None:
+            last.new_param = (chain.param, chain.new_default.value)
         if chain.one_shot:
             helper = self.ix.index.batch_helpers[first]
             helper.return_dataset = True
@@ -1731,6 +1735,9 @@ class _HelperChain:
     helpers: list[FnKey]  # the helper called first ... the one that batches
     one_shot: bool  # the first returns <one-shot iterator over its dataset>.get_next()
     repeats: bool
+    batch: cst.Call  # the call that makes the batches, in the last helper
+    # the first helper batches by a module constant: it gains `param`, defaulting to it
+    new_default: cst.Name | None = None
 
 
 _ITERATOR_METHODS = frozenset(
@@ -1820,8 +1827,7 @@ def _name_count(fn: cst.FunctionDef, name: str) -> int:
 
 def _has_repeat(fn: cst.FunctionDef) -> bool:
     return any(
-        isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat"
-        for c in iter_calls(fn)
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat" for c in iter_calls(fn)
     )
 
 
@@ -1842,20 +1848,28 @@ def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
     found = _batch_param(ix, first, 0)
     if found is None:
         return None
-    param, helpers, one_shot, repeats = found
-    size = _bind(ix.fn(first), call).get(param)
-    if size is None and _default(ix.fn(first), param) is None:
+    param, helpers, one_shot, repeats, batch, new_default = found
+    size = _bind(ix.fn(first), call).get(param) if new_default is None else None
+    if size is None and new_default is None and _default(ix.fn(first), param) is None:
         return None
-    return _HelperChain(call, param, size, helpers, one_shot, repeats or _has_repeat(fn))
+    return _HelperChain(
+        call, param, size, helpers, one_shot, repeats or _has_repeat(fn), batch, new_default
+    )
+
+
+# tf.data transformations that map and batch in one, by their `batch_size` argument
+_FUSED_BATCHING = frozenset({"data.experimental.map_and_batch", "contrib.data.map_and_batch"})
 
 
 def _batch_param(
     ix: Indexer, key: FnKey, depth: int
-) -> tuple[str, list[FnKey], bool, bool] | None:
-    """The parameter a project function batches by (its one `.batch(p)`, or p passed on for
-    the batch-size parameter of the one project function it calls that batches), the chain
-    of functions down to that batch, whether it returns one-shot iterator tensors over its
-    dataset, and whether the chain repeats."""
+) -> tuple[str, list[FnKey], bool, bool, cst.Call, cst.Name | None] | None:
+    """The parameter a project function batches by (its one `.batch(p)` or
+    `map_and_batch(f, p)`, or p passed on for the batch-size parameter of the one project
+    function it calls that batches), the chain of functions down to that batch, whether it
+    returns one-shot iterator tensors over its dataset, whether the chain repeats, the
+    batching call, and (the first helper, batching by a module constant) that constant:
+    the helper gains a `batch_size` parameter that defaults to it."""
     fn = ix.fn(key)
     src = ix.modules[key[0]]
     if isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None:
@@ -1870,16 +1884,30 @@ def _batch_param(
     repeats = _has_repeat(fn)
     own = set(param_names(fn)) - _assigned_in(fn)
     calls = batch_calls(fn)
-    if len(calls) > 1:
+    fused = [c for c in iter_calls(fn) if src.imports.tf_name(c.func) in _FUSED_BATCHING]
+    if len(calls) + len(fused) > 1:
         return None
-    if calls:
-        arg = batch_size_arg(calls[0])
-        if arg is None or not isinstance(arg.value, cst.Name) or arg.value.value not in own:
+    if calls or fused:
+        batch = (calls or fused)[0]
+        arg = batch_size_arg(batch) if calls else call_arg(batch, "batch_size", 1)
+        if arg is None or not isinstance(arg.value, cst.Name):
             return None
-        return arg.value.value, [key], one_shot, repeats
+        if arg.value.value in own:
+            return arg.value.value, [key], one_shot, repeats, batch, None
+        name = arg.value.value
+        if (
+            depth == 0
+            and name in src.constants
+            and name not in _assigned_in(fn)
+            and "batch_size" not in param_names(fn)
+            and not fn.params.kwonly_params
+            and not isinstance(fn.params.star_arg, cst.ParamStar)
+        ):
+            return "batch_size", [key], one_shot, repeats, batch, arg.value
+        return None
     if depth >= 2:
         return None
-    found: list[tuple[str, list[FnKey], bool, bool]] = []
+    found: list[tuple[str, list[FnKey], bool, bool, cst.Call, cst.Name | None]] = []
     for call in iter_calls(fn):
         callee = ix.resolve_fn(src, key[1], call.func)
         if callee is None or callee == key:
@@ -1890,7 +1918,9 @@ def _batch_param(
         passed = _bind(ix.fn(callee), call).get(inner[0])
         if not isinstance(passed, cst.Name) or passed.value not in own:
             return None  # batched by something the caller computes: not one parameter
-        found.append((passed.value, [key, *inner[1]], one_shot, repeats or inner[3]))
+        found.append(
+            (passed.value, [key, *inner[1]], one_shot, repeats or inner[3], inner[4], None)
+        )
     return found[0] if len(found) == 1 else None
 
 
@@ -1926,6 +1956,7 @@ _DATASET_BATCHING = frozenset(
         "contrib.data.sliding_window_batch",
     }
 )
+_GROUPED_BATCHING = frozenset({"group_by_window", "bucket_by_sequence_length"})
 _NO_BATCH = (
     "TPUEstimator needs the input function to return a tf.data.Dataset batched by "
     "params['batch_size'] (drop_remainder on TPU)"
@@ -1945,6 +1976,15 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
             return (
                 f"{where} batches with the queue-based `{name or method}`: {_NO_BATCH}; "
                 "rewrite it with tf.data by hand"
+            )
+        if name.rpartition(".")[2] in _GROUPED_BATCHING:
+            # Each group's batches hold its own element shapes, and its last one is partial:
+            # no one batch size and shape to give the TPU, which compiles for one.
+            return (
+                f"{where} batches with `{name.rpartition('.')[2]}(...)`, whose batches vary "
+                "in size and shape from group to group (each group's last batch is partial): "
+                f"{_NO_BATCH}, with one static shape; pad the elements to fixed lengths and "
+                "batch by params['batch_size'] with drop_remainder on TPU by hand"
             )
         if name in _DATASET_BATCHING:
             return (

@@ -173,36 +173,70 @@ class InputFnBatchSize(Rule):
     ) -> cst.FunctionDef:
         """A project function that makes input functions' batches: the one that batches gets
         static batches on TPU (it has no TPUEstimator params of its own: the runtime says
-        whether one runs on a TPU); the one they return returns its dataset."""
+        whether one runs on a TPU), and batches by a new `batch_size` parameter where it
+        batched by a module constant (the constant is its default); the one they return
+        returns its dataset."""
         helper = self.state.index.batch_helpers.get((self.state.path, self.here))
         if helper is None:
             return updated_node
         fn = updated_node
         if helper.return_dataset:
             fn = self._return_dataset(original_node, fn)
-        calls = batch_calls(original_node)
-        if not helper.batches or len(calls) != 1 or Mode.PREDICT in helper.modes:
-            if helper.batches and Mode.PREDICT in helper.modes and len(helper.modes) > 1:
-                self.refuse(
-                    calls[0],
-                    "this helper makes the batches of input functions for predict and for "
-                    "train/eval: predict keeps the last partial batch, train/eval on TPU need "
-                    "drop_remainder=True; give it the mode, or split it, by hand",
-                )
+        code = helper.batch
+        if code is None:
             return fn
-        target = calls[0]
-        drop = cst.Call(self.runtime("use_tpu"))
+        if Mode.PREDICT in helper.modes and len(helper.modes) > 1:
+            target = next((c for c in iter_calls(original_node) if node_code(c) == code), None)
+            self.refuse(
+                target or original_node,
+                "this helper makes the batches of input functions for predict and for "
+                "train/eval: predict keeps the last partial batch, train/eval on TPU need "
+                "drop_remainder=True; give it the mode, or split it, by hand",
+            )
+            return fn
+        drop = None if Mode.PREDICT in helper.modes else cst.Call(self.runtime("use_tpu"))
+        new_param = helper.new_param
         rule = self
 
         class Static(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
             def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
-                if not o.deep_equals(target) or kwarg(u, "drop_remainder") is not None:
+                if node_code(o) != code:
                     return u
-                rule.record(o, "static batch shape on TPU (drop_remainder)")
-                return with_kwarg(u, "drop_remainder", drop)
+                if new_param is not None:
+                    size = kwarg(u, "batch_size") or u.args[1]
+                    u = u.with_changes(
+                        args=[
+                            a.with_changes(value=cst.Name(new_param[0])) if a is size else a
+                            for a in u.args
+                        ]
+                    )
+                    rule.record(o, "the helper batches by a batch_size parameter of its own")
+                if drop is not None and kwarg(u, "drop_remainder") is None:
+                    rule.record(o, "static batch shape on TPU (drop_remainder)")
+                    u = with_kwarg(u, "drop_remainder", drop)
+                return u
 
         result = fn.visit(Static())
         assert isinstance(result, cst.FunctionDef)
+        if new_param is not None and not has_param(result, new_param[0]):
+            params = result.params
+            last = params.params[-1] if params.params else None
+            new = cst.Param(
+                cst.Name(new_param[0]),
+                default=cst.Name(new_param[1]),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
+            listed = list(params.params)
+            if last is not None and not isinstance(last.comma, cst.Comma):
+                listed[-1] = last.with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+            elif last is not None:
+                new = new.with_changes(comma=last.comma)
+            result = result.with_changes(params=params.with_changes(params=[*listed, new]))
         return result
 
     def _return_dataset(
