@@ -447,7 +447,7 @@ class Indexer:
                 self.index.kept_model_fns.setdefault(plan.model_fn, set()).add(path)
         for collector in collectors:
             collector.finish()
-        self.check_returned_datasets()
+        self.check_batch_helpers()
         for collector in collectors:
             collector.direct_calls()
         if self.follow_helpers:
@@ -468,10 +468,31 @@ class Indexer:
         """The project's modules whose text spells `word`."""
         return [src for src in self.modules.values() if word in src.text]
 
-    def check_returned_datasets(self) -> None:
-        """A helper that returns one-shot iterator tensors returns its dataset once it feeds
-        a TPUEstimator: every call the project makes of it must be an input function's
-        return, or the helper stays as it is and a finding says why."""
+    def check_batch_helpers(self) -> None:
+        """A helper that makes input functions' batches and that the project also uses as an
+        input function itself would read params["batch_size"] twice over: those input
+        functions stay as they are, with a finding. A helper that returns one-shot iterator
+        tensors returns its dataset once it feeds a TPUEstimator: every call the project makes
+        of it must be an input function's return, or the helper stays as it is and a finding
+        says why."""
+        helpers = self.index.batch_helpers
+        shared = [key for key in helpers if key in self.index.input_fns]
+        blocked = {caller for key in shared for caller in helpers[key].callers}
+        grown = True
+        while grown:  # every input function of a chain with a blocked one stays too
+            touched = [h for h in helpers.values() if h.callers & blocked]
+            grown = any(not h.callers <= blocked for h in touched)
+            blocked.update(c for h in touched for c in h.callers)
+        for caller in blocked:
+            plan = self.index.input_fns[caller]
+            plan.helper_call = None
+            plan.problems.append(
+                "the input function batches in a helper that the project passes as an input "
+                f"function too ({', '.join(f'`{k[1]}`' for k in shared)}: it reads "
+                "params['batch_size'] itself): give this one params['batch_size'] for the "
+                "helper's batch size by hand"
+            )
+        self.index.batch_helpers = {k: h for k, h in helpers.items() if not h.callers & blocked}
         for key, helper in self.index.batch_helpers.items():
             if not helper.return_dataset:
                 continue
@@ -482,8 +503,8 @@ class Indexer:
                     if self.resolve_fn(src, scope, call.func) != key:
                         continue
                     caller = (src.path, scope)
-                    plan = self.index.input_fns.get(caller)
-                    if caller not in helper.callers or plan is None or not plan.committed:
+                    user = self.index.input_fns.get(caller)
+                    if caller not in helper.callers or user is None or not user.committed:
                         outside = True
             if not outside:
                 continue
@@ -1211,15 +1232,15 @@ class _UseCollector(_Scoped):
             plan.helper_arg = passed
         plan.helper_repeats = chain.repeats
         for key in chain.helpers:
-            self.ix.index.batch_helpers.setdefault(key, BatchHelper()).modes.add(mode)
+            helper = self.ix.index.batch_helpers.setdefault(key, BatchHelper())
+            helper.modes.add(mode)
+            helper.callers.add(target_key)
         last = self.ix.index.batch_helpers[chain.helpers[-1]]
         last.batch = node_code(chain.batch)
         if chain.new_default is not None:
             last.new_param = (chain.param, chain.new_default.value)
         if chain.one_shot:
-            helper = self.ix.index.batch_helpers[first]
-            helper.return_dataset = True
-            helper.callers.add(target_key)
+            self.ix.index.batch_helpers[first].return_dataset = True
         return result
 
     def batch_size_of(
