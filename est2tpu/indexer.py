@@ -299,7 +299,11 @@ class Indexer:
         *,
         use_runtime: bool = True,
         follow_helpers: bool = False,
+        unread: Sequence[PurePath] = (),
     ) -> None:
+        # files of the run the byte pre-filter skipped: the index never reads them, but a
+        # helper's callers may be there
+        self.unread = unread
         self.use_runtime = use_runtime
         self.follow_helpers = follow_helpers
         self.modules = {m.path: m for m in modules}
@@ -468,6 +472,18 @@ class Indexer:
         """The project's modules whose text spells `word`."""
         return [src for src in self.modules.values() if word in src.text]
 
+    def unread_mention(self, word: str) -> bool:
+        """Does a file the pre-filter skipped spell `word` (a call est2tpu cannot see)?"""
+        needle = word.encode()
+        for path in self.unread:
+            try:
+                with open(path, "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                return True  # unreadable now: it may call the helper
+        return False
+
     def check_batch_helpers(self) -> None:
         """A helper that makes input functions' batches and that the project also uses as an
         input function itself would read params["batch_size"] twice over: those input
@@ -497,7 +513,7 @@ class Indexer:
             if not helper.return_dataset:
                 continue
             short = key[1].rpartition(".")[2]
-            outside = False
+            outside = self.unread_mention(short)
             for src in self.mentioning(short):
                 for scope, call in _calls_named(src, short):
                     if self.resolve_fn(src, scope, call.func) != key:
