@@ -45,11 +45,14 @@ class InputFnPlan:
     batch_param: str | None = None  # or the parameter (with that default) it batched by
     # It batches in a project helper it returns the value of (`return make_batches(files,
     # 64)`): that call's code, and the helper parameter that takes params["batch_size"]
-    # (`helper_arg`: the index of the argument passing it, None: added by keyword).
+    # (`helper_arg`: the index of the argument passing it, None: added by keyword; no
+    # parameter: the size reaches the helper as it is).
     helper_call: str | None = None
     helper_param: str | None = None
     helper_arg: int | None = None
     helper_repeats: bool = False  # the helpers repeat the dataset (`.repeat()`)
+    # `a, b = helper(...)`, `return {"x": a}, b`: the names it maps over the helper's dataset
+    helper_unpacked: list[str] | None = None
 
 
 @dataclass

@@ -11,7 +11,17 @@ from typing import TypeVar
 
 import libcst as cst
 
-from est2tpu.batching import batch_calls, batch_size_arg, int_literal, is_params_batch_size
+from est2tpu.batching import (
+    batch_calls,
+    batch_size_arg,
+    int_literal,
+    is_params_batch_size,
+    is_structure,
+    last_block,
+    returned_value,
+    returns_names,
+    unpack_target,
+)
 from est2tpu.cstutil import iter_calls, target_names, walk
 from est2tpu.index import (
     BatchHelper,
@@ -1241,11 +1251,11 @@ class _UseCollector(_Scoped):
             self.forward_params(plan, site, via_lambda, commit)
         if result is None or not commit:
             return result
-        if plan.batch_to_params:
+        if plan.batch_to_params or chain.unpacked is not None:
             plan.helper_call = node_code(chain.call)
-            plan.helper_param = chain.param
-            passed = _bind_index(self.ix.fn(first), chain.call).get(chain.param)
-            plan.helper_arg = passed
+            plan.helper_param = chain.param if plan.batch_to_params else None
+            plan.helper_arg = _bind_index(self.ix.fn(first), chain.call).get(chain.param)
+            plan.helper_unpacked = chain.unpacked
         plan.helper_repeats = chain.repeats
         for key in chain.helpers:
             helper = self.ix.index.batch_helpers.setdefault(key, BatchHelper())
@@ -1775,6 +1785,9 @@ class _HelperChain:
     batch: cst.Call  # the call that makes the batches, in the last helper
     # the first helper batches by a module constant: it gains `param`, defaulting to it
     new_default: cst.Name | None = None
+    # the input function unpacks the first helper's tensors into these names and returns a
+    # structure of them: it maps that structure over the helper's dataset instead
+    unpacked: list[str] | None = None
 
 
 _ITERATOR_METHODS = frozenset(
@@ -1846,7 +1859,65 @@ def _returns_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
     )
 
 
-def _name_count(fn: cst.FunctionDef, name: str) -> int:
+def _returns_unpacked_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
+    """The function ends `a, b = <one-shot iterator over E>.get_next()`, `return a, b` (the
+    iterator made there, or right before in a name used nowhere else), its one return, and
+    makes no other iterator: it returns E's elements, as TPU005 makes it do."""
+    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    returned, _ = _returns(fn)
+    iterators = [c for c in iter_calls(fn) if _is_iterator_call(src, c)]
+    if len(returned) != 1 or len(body) < 2 or len(iterators) != 2:
+        return False
+    unpacked = unpack_target(body[-2])
+    if unpacked is None or not returns_names(body[-1], unpacked[0]):
+        return False
+    names, value = unpacked
+    if any(_name_count(fn, name) != 2 for name in names):
+        return False
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get_next"
+        and not value.args
+    ):
+        return False
+    held = value.func.value
+    if _makes_one_shot(src, held):
+        return True
+    made = unpack_target(body[-3]) if len(body) >= 3 else None
+    return (
+        isinstance(held, cst.Name)
+        and made is not None
+        and made[0] == [held.value]
+        and _makes_one_shot(src, made[1])
+        and _name_count(fn, held.value) == 2
+    )
+
+
+def _unpacks_helper(fn: cst.FunctionDef) -> tuple[cst.Call, list[str]] | None:
+    """The input function ends `a, b = helper(...)`, `return <a tuple or dict of a, b and
+    module names>`: the call and the names."""
+    block = last_block(fn)
+    if block is None or len(block.body) < 2:
+        return None
+    unpacked = unpack_target(block.body[-2])
+    value = returned_value(block.body[-1])
+    if unpacked is None or value is None:
+        return None
+    names, call = unpacked
+    if not isinstance(call, cst.Call) or len(names) < 2 or not is_structure(value):
+        return None
+    locals_ = (_assigned_in(fn) | set(param_names(fn))) - set(names)
+    if _names_in(node_code(value)) & locals_:
+        return None
+    # the names hold the helper's tensors only for the return
+    if any(_name_count(fn, n) != 1 + _name_count(value, n) for n in names):
+        return None
+    return call, names
+
+
+def _name_count(fn: cst.FunctionDef | cst.BaseExpression, name: str) -> int:
+    """How often `name` is spelled as a variable in a function's body or an expression."""
     count = 0
 
     class V(cst.CSTVisitor):
@@ -1858,7 +1929,7 @@ def _name_count(fn: cst.FunctionDef, name: str) -> int:
             nonlocal count
             count += node.value == name
 
-    walk(fn.body, V())
+    walk(fn.body if isinstance(fn, cst.FunctionDef) else fn, V())
     return count
 
 
@@ -1877,6 +1948,9 @@ def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
     call = returned[0] if len(returned) == 1 else None
     if isinstance(call, cst.Name) and len(bound.get(call.value, [])) == 1:
         call = bound[call.value][0]  # `dataset = helper(...)`, `return dataset`
+    unpacked = _unpacks_helper(fn) if len(returned) == 1 else None
+    if unpacked is not None:
+        call = unpacked[0]
     if not isinstance(call, cst.Call) or any(a.star for a in call.args):
         return None
     first = ix.resolve_fn(src, key[1], call.func)
@@ -1886,11 +1960,21 @@ def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
     if found is None:
         return None
     param, helpers, one_shot, repeats, batch, new_default = found
+    if unpacked is not None and not one_shot:
+        return None
     size = _bind(ix.fn(first), call).get(param) if new_default is None else None
     if size is None and new_default is None and _default(ix.fn(first), param) is None:
         return None
     return _HelperChain(
-        call, param, size, helpers, one_shot, repeats or _has_repeat(fn), batch, new_default
+        call,
+        param,
+        size,
+        helpers,
+        one_shot,
+        repeats or _has_repeat(fn),
+        batch,
+        new_default,
+        unpacked[1] if unpacked is not None else None,
     )
 
 
@@ -1915,7 +1999,7 @@ def _batch_param(
     if any(_is_iterator_call(src, c) for c in iter_calls(fn)):
         # a dataset must come out of every helper but the first, which may return the
         # one-shot iterator's tensors over it (it returns the dataset itself then)
-        if depth > 0 or not _returns_one_shot(src, fn):
+        if depth > 0 or not (_returns_one_shot(src, fn) or _returns_unpacked_one_shot(src, fn)):
             return None
         one_shot = True
     repeats = _has_repeat(fn)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.batching import batch_calls, batch_size_arg, is_params_batch_size
+from est2tpu.batching import (
+    batch_calls,
+    batch_size_arg,
+    is_params_batch_size,
+    returned_value,
+    returns_names,
+    unpack_target,
+)
 from est2tpu.cstutil import (
     add_param,
     has_param,
@@ -141,7 +148,12 @@ class InputFnBatchSize(Rule):
                 "before `steps`: repeat the dataset (and bound training by steps)",
             )
         code, index = plan.helper_call, plan.helper_arg
-        assert plan.helper_param is not None
+        assert code is not None
+        if plan.helper_unpacked is not None:
+            fn = _map_unpacked(fn, code, plan.helper_unpacked)
+            self.record(original_node, "input function maps what it returned over the dataset")
+        if plan.helper_param is None:
+            return fn  # the batch size reaches the helper as it is (a lambda passes it)
         param: str = plan.helper_param
         rule = self
 
@@ -181,7 +193,12 @@ class InputFnBatchSize(Rule):
             return updated_node
         fn = updated_node
         if helper.return_dataset:
-            fn = self._return_dataset(original_node, fn)
+            unpacked = _unpacked_one_shot(self, fn)
+            if unpacked is not None:
+                self.record(original_node, "helper returns its dataset, not iterator tensors")
+                fn = unpacked
+            else:
+                fn = self._return_dataset(original_node, fn)
         code = helper.batch
         if code is None:
             return fn
@@ -397,6 +414,98 @@ class InputFnBatchSize(Rule):
         )
         self.record(original_node, "direct call passes params={'batch_size': ...}")
         return with_kwarg(updated_node, "params", params)
+
+
+def _map_unpacked(fn: cst.FunctionDef, code: str, names: list[str]) -> cst.FunctionDef:
+    """`a, b = helper(...)` then `return {"x": a}, b` -> `return helper(...).map(lambda a,
+    b: ({"x": a}, b))`: the helper returns its dataset, whose elements are what its iterator
+    gave, and the structure is built from each element as it was from the tensors."""
+
+    class Map(cst.CSTTransformer):
+        def leave_IndentedBlock(
+            self, o: cst.IndentedBlock, u: cst.IndentedBlock
+        ) -> cst.IndentedBlock:
+            body = list(u.body)
+            if len(body) < 2:
+                return u
+            unpacked = unpack_target(body[-2])
+            value = returned_value(body[-1])
+            if unpacked is None or value is None or node_code(unpacked[1]) != code:
+                return u
+            if isinstance(value, cst.Tuple) and not value.lpar:
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            mapped = cst.Call(
+                cst.Attribute(unpacked[1], cst.Name("map")),
+                [
+                    cst.Arg(
+                        cst.Lambda(
+                            cst.Parameters(
+                                [
+                                    cst.Param(
+                                        cst.Name(n),
+                                        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                                        if i < len(names) - 1
+                                        else cst.MaybeSentinel.DEFAULT,
+                                    )
+                                    for i, n in enumerate(names)
+                                ]
+                            ),
+                            value,
+                        )
+                    )
+                ],
+            )
+            last = body[-1]
+            assert isinstance(last, cst.SimpleStatementLine)
+            ret = last.body[0]
+            assert isinstance(ret, cst.Return)
+            assign = body[-2]
+            assert isinstance(assign, cst.SimpleStatementLine)
+            new = last.with_changes(
+                body=[ret.with_changes(value=mapped)],
+                leading_lines=[*assign.leading_lines, *last.leading_lines],
+            )
+            return u.with_changes(body=[*body[:-2], new])
+
+    result = fn.visit(Map())
+    assert isinstance(result, cst.FunctionDef)
+    return result
+
+
+def _unpacked_one_shot(rule: Rule, fn: cst.FunctionDef) -> cst.FunctionDef | None:
+    """A helper ending `a, b = <one-shot iterator over E>.get_next()`, `return a, b` (the
+    iterator made there or in the statement before) returns E (the index checked that the
+    names and the iterator are used nowhere else)."""
+    if not isinstance(fn.body, cst.IndentedBlock) or len(fn.body.body) < 2:
+        return None
+    body = list(fn.body.body)
+    unpacked = unpack_target(body[-2])
+    if unpacked is None or not returns_names(body[-1], unpacked[0]):
+        return None
+    value = unpacked[1]
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return None
+    held = value.func.value
+    dataset = _one_shot_of(rule, held)
+    cut = 2
+    if dataset is None and isinstance(held, cst.Name) and len(body) >= 3:
+        made = unpack_target(body[-3])
+        if made is not None and made[0] == [held.value]:
+            dataset, cut = _one_shot_of(rule, made[1]), 3
+    if dataset is None:
+        return None
+    last = body[-1]
+    assert isinstance(last, cst.SimpleStatementLine)
+    ret = last.body[0]
+    assert isinstance(ret, cst.Return)
+    leading = [
+        line
+        for stmt in body[-cut:]
+        if isinstance(stmt, cst.SimpleStatementLine)
+        for line in stmt.leading_lines
+    ]
+    new = last.with_changes(body=[ret.with_changes(value=dataset)], leading_lines=leading)
+    return fn.with_changes(body=fn.body.with_changes(body=[*body[:-cut], new]))
 
 
 def _lambda_with_params(lam: cst.Lambda, site: UseSite) -> cst.Lambda:
