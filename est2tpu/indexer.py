@@ -1951,6 +1951,17 @@ def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
     unpacked = _unpacks_helper(fn) if len(returned) == 1 else None
     if unpacked is not None:
         call = unpacked[0]
+    elif (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "map"
+        and isinstance(call.func.value, cst.Call)
+        and len(call.args) == 1
+        and isinstance(call.args[0].value, cst.Lambda)
+        and is_structure(call.args[0].value.body)
+    ):
+        # `helper(...).map(lambda a, b: ({"x": a}, b))`, as TPU005 writes the unpacking
+        call = call.func.value
     if not isinstance(call, cst.Call) or any(a.star for a in call.args):
         return None
     first = ix.resolve_fn(src, key[1], call.func)

@@ -99,3 +99,38 @@ def test_the_reference_pipeline_agrees(tmp_path: Path) -> None:
         assert [f.render() for f in result.findings] == [
             f.render() for f in reference[name].findings
         ]
+
+
+UNPACKING_TASK = TASK.replace(
+    "    return pipeline.next_rows(32)\n",
+    "    rows, labels = pipeline.next_pairs(32)\n    return {'x': rows}, labels\n",
+)
+PAIRS = """\
+import tensorflow as tf
+
+
+def next_pairs(batch_size):
+    dataset = tf.data.Dataset.from_tensor_slices(([[1.0], [2.0]], [0, 1]))
+    iterator = tf.compat.v1.data.make_one_shot_iterator(dataset.repeat().batch(batch_size))
+    rows, labels = iterator.get_next()
+    return rows, labels
+"""
+
+
+def test_unpacked_helper_tensors_migrate_once_and_check_clean(tmp_path: Path) -> None:
+    (tmp_path / "task.py").write_text(UNPACKING_TASK)
+    (tmp_path / "pipeline.py").write_text(PAIRS)
+    results = _run(tmp_path)
+    assert not [f for r in results.values() for f in r.findings]
+    task = results["task.py"].new_text or ""
+    assert (
+        'return pipeline.next_pairs(params["batch_size"]).map(lambda rows, labels: '
+        "({'x': rows}, labels))" in task
+    )
+    assert "return dataset.repeat().batch(batch_size" in (results["pipeline.py"].new_text or "")
+    for name, result in results.items():
+        (tmp_path / name).write_text(result.new_text or "")
+    again = _run(tmp_path)
+    assert [r.path.name for r in again.values() if r.status is Status.CHANGED] == []
+    # `check` after `migrate` reports nothing: the mapped form is traced as well
+    assert not [f.render() for r in again.values() for f in r.findings]
