@@ -103,6 +103,9 @@ def _migrate_scanned(
     progress: ProgressFn | None,
 ) -> Iterator[FileResult]:
     cands = state.cands = [c for c in ordered if isinstance(c, Candidate)]
+    state.skipped = [
+        r.path for r in ordered if isinstance(r, FileResult) and r.status is Status.SKIPPED
+    ]
     for cand in cands:
         cand.extra = sorted(per_file_ignores(cand.result.path)) if per_file_ignores else []
         if cand.notebook is not None:
@@ -113,6 +116,9 @@ def _migrate_scanned(
     inputs_key = digest(
         str(state.settings.use_runtime),
         *(f"{c.result.path}\0{' '.join(c.names)}\0{c.digest}" for c in cands),
+        # the index looks in skipped files for calls of a helper it rewrites (not at their
+        # contents again on a warm run: a call added to one is seen once another file changes)
+        *(f"skipped\0{path}" for path in state.skipped),
     )
     facts = cache.index_for(inputs_key) if cache is not None else None
 

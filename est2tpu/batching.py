@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -92,3 +92,89 @@ def get_next_of_one_shot(
         return None
     assert isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
     return one_shot_dataset(expr.func.value, tf_name)
+def unpack_target(node: cst.BaseStatement) -> tuple[list[str], cst.BaseExpression] | None:
+    """`a, b = value` (or `a = value`), a simple statement line: the names and the value."""
+    if not (
+        isinstance(node, cst.SimpleStatementLine)
+        and len(node.body) == 1
+        and isinstance(node.body[0], cst.Assign)
+        and len(node.body[0].targets) == 1
+    ):
+        return None
+    target = node.body[0].targets[0].target
+    names = _plain_names(target)
+    return (names, node.body[0].value) if names else None
+
+
+def returned_value(node: cst.BaseStatement) -> cst.BaseExpression | None:
+    if (
+        isinstance(node, cst.SimpleStatementLine)
+        and len(node.body) == 1
+        and isinstance(node.body[0], cst.Return)
+    ):
+        return node.body[0].value
+    return None
+
+
+def _plain_names(expr: cst.BaseExpression) -> list[str]:
+    """`a` -> [a]; `a, b` / `(a, b)` -> [a, b]; anything else -> []."""
+    if isinstance(expr, cst.Name):
+        return [expr.value]
+    if isinstance(expr, cst.Tuple) and all(
+        isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in expr.elements
+    ):
+        return [e.value.value for e in expr.elements if isinstance(e.value, cst.Name)]
+    return []
+
+
+def returns_names(node: cst.BaseStatement, names: Sequence[str]) -> bool:
+    """`return a, b` for names [a, b], in that order."""
+    value = returned_value(node)
+    return value is not None and _plain_names(value) == list(names) and bool(names)
+
+
+def last_block(fn: cst.FunctionDef) -> cst.IndentedBlock | None:
+    """The block a function's last statement sits in, through trailing `with` blocks."""
+    block = fn.body if isinstance(fn.body, cst.IndentedBlock) else None
+    while block is not None and block.body and isinstance(block.body[-1], cst.With):
+        inner = block.body[-1].body
+        block = inner if isinstance(inner, cst.IndentedBlock) else None
+    return block
+
+
+_NOT_STRUCTURE = (
+    cst.Call,
+    cst.Lambda,
+    cst.BinaryOperation,
+    cst.UnaryOperation,
+    cst.BooleanOperation,
+    cst.Comparison,
+    cst.Subscript,
+    cst.IfExp,
+    cst.ListComp,
+    cst.SetComp,
+    cst.DictComp,
+    cst.GeneratorExp,
+    cst.Await,
+    cst.Yield,
+    cst.NamedExpr,
+    cst.StarredElement,
+    cst.StarredDictElement,
+    cst.FormattedString,
+)
+
+
+def is_structure(expr: cst.BaseExpression) -> bool:
+    """Tuples, lists and dicts of names, attributes and literals: computes nothing, so it
+    builds the same value from a dataset element as from iterator tensors."""
+
+    class V(cst.CSTVisitor):
+        ok = True
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, _NOT_STRUCTURE):
+                V.ok = False
+            return V.ok
+
+    walk(expr, V())
+    return V.ok

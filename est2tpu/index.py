@@ -43,8 +43,32 @@ class InputFnPlan:
     # calls pass once the function reads params["batch_size"]
     batch_literal: str | None = None
     batch_param: str | None = None  # or the parameter (with that default) it batched by
-    # its dataset comes from a project helper that repeats it (`make(..., repeat=True)`)
+    # It batches in a project helper it returns the value of (`return make_batches(files,
+    # 64)`): that call's code, and the helper parameter that takes params["batch_size"]
+    # (`helper_arg`: the index of the argument passing it, None: added by keyword; no
+    # parameter: the size reaches the helper as it is).
+    helper_call: str | None = None
+    helper_param: str | None = None
+    helper_arg: int | None = None
+    # its dataset comes from project helpers that repeat it (`.repeat()`, or
+    # `make(..., repeat=True)`)
     helper_repeats: bool = False
+    # `a, b = helper(...)`, `return {"x": a}, b`: the names it maps over the helper's dataset
+    helper_unpacked: list[str] | None = None
+
+
+@dataclass
+class BatchHelper:
+    """A project function that makes an input function's batches (see InputFnPlan.helper_call):
+    the one that batches by its batch-size parameter gets static batches on TPU; the one the
+    input function returns the value of returns its dataset, not one-shot iterator tensors."""
+
+    modes: set[Mode] = field(default_factory=set)
+    batch: str | None = None  # the code of its call that batches (`.batch(p)`, map_and_batch)
+    # (name, default): it batched by a module constant, and batches by this new parameter
+    new_param: tuple[str, str] | None = None
+    return_dataset: bool = False
+    callers: set[FnKey] = field(default_factory=set)  # the input functions that return it
 
 
 @dataclass
@@ -159,6 +183,8 @@ class ProjectIndex:
     # (path, scope, lambda code) -> how an input_fn lambda bound to a name (`train_input =
     # lambda: input_fn(...)`, passed as `TrainSpec(train_input)`) takes params, where it is bound
     bound_lambdas: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
+    # project functions that batch for input functions (TPU005 rewrites them too)
+    batch_helpers: dict[FnKey, BatchHelper] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

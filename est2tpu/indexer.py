@@ -17,9 +17,15 @@ from est2tpu.batching import (
     get_next_of_one_shot,
     int_literal,
     is_params_batch_size,
+    is_structure,
+    last_block,
+    returned_value,
+    returns_names,
+    unpack_target,
 )
 from est2tpu.cstutil import iter_calls, names_read, target_names, walk
 from est2tpu.index import (
+    BatchHelper,
     BatchSize,
     CallKey,
     CallKeys,
@@ -183,6 +189,21 @@ def _chained_factory_call(ix: Indexer, factory: FnKey, call: cst.Call) -> cst.Ca
     return result
 
 
+def _calls_named(src: SourceModule, short: str) -> list[tuple[str, cst.Call]]:
+    """The calls in a module of a name or attribute spelled `short`, with their scopes."""
+    found: list[tuple[str, cst.Call]] = []
+
+    class V(_Scoped):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+            if name == short:
+                found.append((self.here, node))
+
+    walk(src.module, V())
+    return found
+
+
 def _subscript_head(expr: cst.BaseExpression) -> str:
     """The name a chain of constant subscripts and attributes starts from, or ""."""
     while isinstance(expr, (cst.Subscript, cst.Attribute)):
@@ -292,7 +313,11 @@ class Indexer:
         *,
         use_runtime: bool = True,
         follow_helpers: bool = False,
+        unread: Sequence[PurePath] = (),
     ) -> None:
+        # files of the run the byte pre-filter skipped: the index never reads them, but a
+        # helper's callers may be there
+        self.unread = unread
         self.use_runtime = use_runtime
         self.follow_helpers = follow_helpers
         # The tf2 target (the only one that follows helpers): the facade's Estimator, which a
@@ -444,6 +469,7 @@ class Indexer:
                 self.index.kept_model_fns.setdefault(plan.model_fn, set()).add(path)
         for collector in collectors:
             collector.finish()
+        self.check_batch_helpers()
         for collector in collectors:
             collector.direct_calls()
         if self.follow_helpers:
@@ -459,6 +485,72 @@ class Indexer:
                 | self.metric_fns
             )
         return self.index
+
+    def mentioning(self, word: str) -> list[SourceModule]:
+        """The project's modules whose text spells `word`."""
+        return [src for src in self.modules.values() if word in src.text]
+
+    def unread_mention(self, word: str) -> bool:
+        """Does a file the pre-filter skipped spell `word` (a call est2tpu cannot see)?"""
+        needle = word.encode()
+        for path in self.unread:
+            try:
+                with open(path, "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                return True  # unreadable now: it may call the helper
+        return False
+
+    def check_batch_helpers(self) -> None:
+        """A helper that makes input functions' batches and that the project also uses as an
+        input function itself would read params["batch_size"] twice over: those input
+        functions stay as they are, with a finding. A helper that returns one-shot iterator
+        tensors returns its dataset once it feeds a TPUEstimator: every call the project makes
+        of it must be an input function's return, or the helper stays as it is and a finding
+        says why."""
+        helpers = self.index.batch_helpers
+        shared = [key for key in helpers if key in self.index.input_fns]
+        blocked = {caller for key in shared for caller in helpers[key].callers}
+        grown = True
+        while grown:  # every input function of a chain with a blocked one stays too
+            touched = [h for h in helpers.values() if h.callers & blocked]
+            grown = any(not h.callers <= blocked for h in touched)
+            blocked.update(c for h in touched for c in h.callers)
+        for caller in blocked:
+            plan = self.index.input_fns[caller]
+            plan.helper_call = None
+            plan.problems.append(
+                "the input function batches in a helper that the project passes as an input "
+                f"function too ({', '.join(f'`{k[1]}`' for k in shared)}: it reads "
+                "params['batch_size'] itself): give this one params['batch_size'] for the "
+                "helper's batch size by hand"
+            )
+        self.index.batch_helpers = {k: h for k, h in helpers.items() if not h.callers & blocked}
+        for key, helper in self.index.batch_helpers.items():
+            if not helper.return_dataset:
+                continue
+            short = key[1].rpartition(".")[2]
+            outside = self.unread_mention(short)
+            for src in self.mentioning(short):
+                for scope, call in _calls_named(src, short):
+                    if self.resolve_fn(src, scope, call.func) != key:
+                        continue
+                    caller = (src.path, scope)
+                    user = self.index.input_fns.get(caller)
+                    if caller not in helper.callers or user is None or not user.committed:
+                        outside = True
+            if not outside:
+                continue
+            helper.return_dataset = False
+            for caller in helper.callers:
+                self.index.input_fns[caller].problems.append(
+                    f"`{key[1]}`, whose value the input function returns, returns tensors "
+                    "from a one-shot iterator, and the project calls it elsewhere too: "
+                    "TPUEstimator's PER_HOST_V2 input (est2tpu's TPU RunConfig) needs the "
+                    "tf.data.Dataset itself on TPU; return the batched dataset from a "
+                    "function of its own by hand"
+                )
 
     def bind_builders(self, collectors: Sequence[_UseCollector]) -> None:
         """An Estimator whose model_fn is a parameter of the function that builds it runs
@@ -1157,6 +1249,11 @@ class _UseCollector(_Scoped):
                 if examples is not None and not shadowed & _names_in(examples):
                     site.examples_code = examples
         calls = batch_calls(fn)
+        chain = _helper_chain(self.ix, target_key) if not calls else None
+        if chain is not None:
+            return self.through_helper(
+                chain, target_key, factory, via_lambda, via_partial, bindings, mode, site, commit
+            )
         if len(calls) != 1:
             if not calls:
                 plan.problems.append(_why_unbatched(self.ix, target_key))
@@ -1169,8 +1266,116 @@ class _UseCollector(_Scoped):
         size_arg = batch_size_arg(calls[0])
         if size_arg is None:
             return None
-        size = size_arg.value
-        owner_src = self.ix.modules[target_key[0]]
+        return self.batch_size_of(
+            size_arg.value,
+            self.ix.modules[target_key[0]],
+            target_key,
+            factory,
+            via_lambda,
+            via_partial,
+            bindings,
+            mode,
+            site,
+            commit,
+        )
+
+    def through_helper(
+        self,
+        chain: _HelperChain,
+        target_key: FnKey,
+        factory: FnKey | None,
+        via_lambda: cst.Lambda | None,
+        via_partial: bool,
+        bindings: dict[str, cst.BaseExpression],
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+    ) -> BatchSize | None:
+        """An input function that returns what a project helper makes, batched by the
+        helper's parameter (`return make_batches(files, 64)`): the call passes
+        params["batch_size"] for it, as the input function's own `.batch(64)` would read it."""
+        plan = self.ix.index.input_fns[target_key]
+        first = chain.helpers[0]
+        if Mode.PREDICT in plan.modes and plan.modes - {Mode.PREDICT}:
+            plan.problems.append(
+                f"this input function feeds predict and train/eval, and `{first[1]}` makes its "
+                "batches: predict keeps the last partial batch, train/eval on TPU need "
+                "drop_remainder=True; split it, or give the helper the mode, by hand"
+            )
+            return None
+        if chain.size is not None:
+            result = self.batch_size_of(
+                chain.size,
+                self.ix.modules[target_key[0]],
+                target_key,
+                factory,
+                via_lambda,
+                via_partial,
+                bindings,
+                mode,
+                site,
+                commit,
+            )
+        else:
+            # the call leaves the batch size to the helper's default (or the constant it
+            # batches by, which becomes that default)
+            owner = self.ix.modules[first[0]]
+            default = chain.new_default or _default(self.ix.fn(first), chain.param)
+            result = None
+            if default is not None and int_literal(default):
+                result = BatchSize(mode, self.code_of(owner, default), True)
+                plan.batch_literal = result.code
+            elif isinstance(default, cst.Name) and default.value in owner.constants:
+                same = owner.path == self.src.path
+                text = default.value if same else str(owner.constants[default.value])
+                result = BatchSize(mode, text, True)
+                plan.batch_literal = str(owner.constants[default.value])
+            if result is None:
+                plan.problems.append(
+                    f"`{first[1]}`, which makes the input function's batches, batches by its "
+                    f"argument `{chain.param}`, whose default is no literal or module "
+                    "constant; pass params['batch_size'] for it by hand"
+                )
+                return None
+            self.forward_params(plan, site, via_lambda, commit)
+        if result is None or not commit:
+            return result
+        if plan.batch_to_params or chain.unpacked is not None:
+            plan.helper_call = node_code(chain.call)
+            plan.helper_param = chain.param if plan.batch_to_params else None
+            plan.helper_arg = _bind_index(self.ix.fn(first), chain.call).get(chain.param)
+            plan.helper_unpacked = chain.unpacked
+        plan.helper_repeats = plan.helper_repeats or chain.repeats
+        for key in chain.helpers:
+            helper = self.ix.index.batch_helpers.setdefault(key, BatchHelper())
+            helper.modes.add(mode)
+            helper.callers.add(target_key)
+        last = self.ix.index.batch_helpers[chain.helpers[-1]]
+        last.batch = node_code(chain.batch)
+        if chain.new_default is not None:
+            last.new_param = (chain.param, chain.new_default.value)
+        if chain.one_shot:
+            self.ix.index.batch_helpers[first].return_dataset = True
+        return result
+
+    def batch_size_of(
+        self,
+        size: cst.BaseExpression,
+        owner_src: SourceModule,
+        target_key: FnKey,
+        factory: FnKey | None,
+        via_lambda: cst.Lambda | None,
+        via_partial: bool,
+        bindings: dict[str, cst.BaseExpression],
+        mode: Mode,
+        site: UseSite,
+        commit: bool,
+    ) -> BatchSize | None:
+        """The batch size `size` (the input function's batch argument, as `owner_src`
+        spells it) where the Estimator is built, and the rewrite that reads it from params."""
+        plan = self.ix.index.input_fns[target_key]
+        fn = self.ix.fn(target_key)
+        fn_params = param_names(fn)
         if is_params_batch_size(size):
             # Migrated before (by hand, or by a run that stopped after writing this file):
             # the size it had survives as the one argument that nothing reads any more.
@@ -1825,6 +2030,304 @@ def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
     return None
 
 
+def _bind_index(fn: cst.FunctionDef, call: cst.Call) -> dict[str, int]:
+    """Map a def's parameter names to the index in `call.args` of the argument for them."""
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    found: dict[str, int] = {}
+    positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]
+    for name, i in zip(names, positional):
+        found[name] = i
+    for i, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            found[arg.keyword.value] = i
+    return found
+
+
+@dataclasses.dataclass
+class _HelperChain:
+    """An input function's `return helper(...)`, where the helper (or one it calls, passing
+    its parameter on) batches by a parameter of its own."""
+
+    call: cst.Call
+    param: str  # the parameter of the first helper that carries the batch size
+    size: cst.BaseExpression | None  # what the call passes for it (None: its default)
+    helpers: list[FnKey]  # the helper called first ... the one that batches
+    one_shot: bool  # the first returns <one-shot iterator over its dataset>.get_next()
+    repeats: bool
+    batch: cst.Call  # the call that makes the batches, in the last helper
+    # the first helper batches by a module constant: it gains `param`, defaulting to it
+    new_default: cst.Name | None = None
+    # the input function unpacks the first helper's tensors into these names and returns a
+    # structure of them: it maps that structure over the helper's dataset instead
+    unpacked: list[str] | None = None
+
+
+_ITERATOR_METHODS = frozenset(
+    {"make_one_shot_iterator", "make_initializable_iterator", "get_next", "__iter__"}
+)
+
+
+def _is_iterator_call(src: SourceModule, call: cst.Call) -> bool:
+    name = src.imports.tf_name(call.func) or ""
+    if name.startswith("data.") and name[5:] in _ITERATOR_METHODS:
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _ITERATOR_METHODS
+
+
+def _makes_one_shot(src: SourceModule, expr: cst.BaseExpression) -> bool:
+    """`E.make_one_shot_iterator()` or `tf.compat.v1.data.make_one_shot_iterator(E)`."""
+    if not isinstance(expr, cst.Call):
+        return False
+    if src.imports.tf_name(expr.func) == "data.make_one_shot_iterator":
+        return len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star
+    func = expr.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "make_one_shot_iterator"
+        and not expr.args
+        and src.imports.tf_name(func) is None
+    )
+
+
+def _returns_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
+    """The function ends in its one return, `return <one-shot iterator over E>.get_next()`
+    (the iterator made in that return, or right before it in a name used nowhere else),
+    and makes no other iterator: the form TPU005 turns into `return E`."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
+    returned, _ = _returns(fn)
+    iterators = [c for c in iter_calls(fn) if _is_iterator_call(src, c)]
+    if len(returned) != 1 or not body or len(iterators) != 2:
+        return False
+    last = body[-1]
+    if not (
+        isinstance(last, cst.SimpleStatementLine)
+        and len(last.body) == 1
+        and isinstance(last.body[0], cst.Return)
+    ):
+        return False
+    value = last.body[0].value
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get_next"
+        and not value.args
+    ):
+        return False
+    held = value.func.value
+    if _makes_one_shot(src, held):
+        return True
+    if not isinstance(held, cst.Name) or len(body) < 2:
+        return False
+    made = body[-2]
+    return (
+        isinstance(made, cst.SimpleStatementLine)
+        and len(made.body) == 1
+        and isinstance(made.body[0], cst.Assign)
+        and len(made.body[0].targets) == 1
+        and isinstance(made.body[0].targets[0].target, cst.Name)
+        and made.body[0].targets[0].target.value == held.value
+        and _makes_one_shot(src, made.body[0].value)
+        and _name_count(fn, held.value) == 2
+    )
+
+
+def _returns_unpacked_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
+    """The function ends `a, b = <one-shot iterator over E>.get_next()`, `return a, b` (the
+    iterator made there, or right before in a name used nowhere else), its one return, and
+    makes no other iterator: it returns E's elements, as TPU005 makes it do."""
+    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    returned, _ = _returns(fn)
+    iterators = [c for c in iter_calls(fn) if _is_iterator_call(src, c)]
+    if len(returned) != 1 or len(body) < 2 or len(iterators) != 2:
+        return False
+    unpacked = unpack_target(body[-2])
+    if unpacked is None or not returns_names(body[-1], unpacked[0]):
+        return False
+    names, value = unpacked
+    if any(_name_count(fn, name) != 2 for name in names):
+        return False
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get_next"
+        and not value.args
+    ):
+        return False
+    held = value.func.value
+    if _makes_one_shot(src, held):
+        return True
+    made = unpack_target(body[-3]) if len(body) >= 3 else None
+    return (
+        isinstance(held, cst.Name)
+        and made is not None
+        and made[0] == [held.value]
+        and _makes_one_shot(src, made[1])
+        and _name_count(fn, held.value) == 2
+    )
+
+
+def _unpacks_helper(fn: cst.FunctionDef) -> tuple[cst.Call, list[str]] | None:
+    """The input function ends `a, b = helper(...)`, `return <a tuple or dict of a, b and
+    module names>`: the call and the names."""
+    block = last_block(fn)
+    if block is None or len(block.body) < 2:
+        return None
+    unpacked = unpack_target(block.body[-2])
+    value = returned_value(block.body[-1])
+    if unpacked is None or value is None:
+        return None
+    names, call = unpacked
+    if not isinstance(call, cst.Call) or len(names) < 2 or not is_structure(value):
+        return None
+    locals_ = (_assigned_in(fn) | set(param_names(fn))) - set(names)
+    if _names_in(node_code(value)) & locals_:
+        return None
+    # the names hold the helper's tensors only for the return
+    if any(_name_count(fn, n) != 1 + _name_count(value, n) for n in names):
+        return None
+    return call, names
+
+
+def _name_count(fn: cst.FunctionDef | cst.BaseExpression, name: str) -> int:
+    """How often `name` is spelled as a variable in a function's body or an expression."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal count
+            count += node.value == name
+
+    walk(fn.body if isinstance(fn, cst.FunctionDef) else fn, V())
+    return count
+
+
+def _has_repeat(fn: cst.FunctionDef) -> bool:
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat" for c in iter_calls(fn)
+    )
+
+
+def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
+    """How an input function without `.batch(...)` of its own batches in a project helper
+    whose value it returns, if a reader sees it at once: see `_HelperChain`."""
+    fn = ix.fn(key)
+    src = ix.modules[key[0]]
+    returned, bound = _returns(fn)
+    call = returned[0] if len(returned) == 1 else None
+    if isinstance(call, cst.Name) and len(bound.get(call.value, [])) == 1:
+        call = bound[call.value][0]  # `dataset = helper(...)`, `return dataset`
+    unpacked = _unpacks_helper(fn) if len(returned) == 1 else None
+    if unpacked is not None:
+        call = unpacked[0]
+    elif (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "map"
+        and isinstance(call.func.value, cst.Call)
+        and len(call.args) == 1
+        and isinstance(call.args[0].value, cst.Lambda)
+        and is_structure(call.args[0].value.body)
+    ):
+        # `helper(...).map(lambda a, b: ({"x": a}, b))`, as TPU005 writes the unpacking
+        call = call.func.value
+    if not isinstance(call, cst.Call) or any(a.star for a in call.args):
+        return None
+    first = ix.resolve_fn(src, key[1], call.func)
+    if first is None or first == key:
+        return None
+    found = _batch_param(ix, first, 0)
+    if found is None:
+        return None
+    param, helpers, one_shot, repeats, batch, new_default = found
+    if unpacked is not None and not one_shot:
+        return None
+    size = _bind(ix.fn(first), call).get(param) if new_default is None else None
+    if size is None and new_default is None and _default(ix.fn(first), param) is None:
+        return None
+    return _HelperChain(
+        call,
+        param,
+        size,
+        helpers,
+        one_shot,
+        repeats or _has_repeat(fn),
+        batch,
+        new_default,
+        unpacked[1] if unpacked is not None else None,
+    )
+
+
+# tf.data transformations that map and batch in one, by their `batch_size` argument
+_FUSED_BATCHING = frozenset({"data.experimental.map_and_batch", "contrib.data.map_and_batch"})
+
+
+def _batch_param(
+    ix: Indexer, key: FnKey, depth: int
+) -> tuple[str, list[FnKey], bool, bool, cst.Call, cst.Name | None] | None:
+    """The parameter a project function batches by (its one `.batch(p)` or
+    `map_and_batch(f, p)`, or p passed on for the batch-size parameter of the one project
+    function it calls that batches), the chain of functions down to that batch, whether it
+    returns one-shot iterator tensors over its dataset, whether the chain repeats, the
+    batching call, and (the first helper, batching by a module constant) that constant:
+    the helper gains a `batch_size` parameter that defaults to it."""
+    fn = ix.fn(key)
+    src = ix.modules[key[0]]
+    if isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None:
+        return None
+    one_shot = False
+    if any(_is_iterator_call(src, c) for c in iter_calls(fn)):
+        # a dataset must come out of every helper but the first, which may return the
+        # one-shot iterator's tensors over it (it returns the dataset itself then)
+        if depth > 0 or not (_returns_one_shot(src, fn) or _returns_unpacked_one_shot(src, fn)):
+            return None
+        one_shot = True
+    repeats = _has_repeat(fn)
+    own = set(param_names(fn)) - _assigned_in(fn)
+    calls = batch_calls(fn)
+    fused = [c for c in iter_calls(fn) if src.imports.tf_name(c.func) in _FUSED_BATCHING]
+    if len(calls) + len(fused) > 1:
+        return None
+    if calls or fused:
+        batch = (calls or fused)[0]
+        arg = batch_size_arg(batch) if calls else call_arg(batch, "batch_size", 1)
+        if arg is None or not isinstance(arg.value, cst.Name):
+            return None
+        if arg.value.value in own:
+            return arg.value.value, [key], one_shot, repeats, batch, None
+        name = arg.value.value
+        if (
+            depth == 0
+            and name in src.constants
+            and name not in _assigned_in(fn)
+            and "batch_size" not in param_names(fn)
+            and not fn.params.kwonly_params
+            and not isinstance(fn.params.star_arg, cst.ParamStar)
+        ):
+            return "batch_size", [key], one_shot, repeats, batch, arg.value
+        return None
+    if depth >= 2:
+        return None
+    found: list[tuple[str, list[FnKey], bool, bool, cst.Call, cst.Name | None]] = []
+    for call in iter_calls(fn):
+        callee = ix.resolve_fn(src, key[1], call.func)
+        if callee is None or callee == key:
+            continue
+        inner = _batch_param(ix, callee, depth + 1)
+        if inner is None:
+            continue
+        passed = _bind(ix.fn(callee), call).get(inner[0])
+        if not isinstance(passed, cst.Name) or passed.value not in own:
+            return None  # batched by something the caller computes: not one parameter
+        found.append(
+            (passed.value, [key, *inner[1]], one_shot, repeats or inner[3], inner[4], None)
+        )
+    return found[0] if len(found) == 1 else None
+
+
 # Batching outside `.batch(...)`: TF1 queue readers (they return tensors, and TPUEstimator
 # on TPU takes a tf.data.Dataset) and tf.data helpers that batch by an argument of their own.
 _QUEUE_BATCHING = frozenset(
@@ -1857,6 +2360,7 @@ _DATASET_BATCHING = frozenset(
         "contrib.data.sliding_window_batch",
     }
 )
+_GROUPED_BATCHING = frozenset({"group_by_window", "bucket_by_sequence_length"})
 _NO_BATCH = (
     "TPUEstimator needs the input function to return a tf.data.Dataset batched by "
     "params['batch_size'] (drop_remainder on TPU)"
@@ -1876,6 +2380,15 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
             return (
                 f"{where} batches with the queue-based `{name or method}`: {_NO_BATCH}; "
                 "rewrite it with tf.data by hand"
+            )
+        if name.rpartition(".")[2] in _GROUPED_BATCHING:
+            # Each group's batches hold its own element shapes, and its last one is partial:
+            # no one batch size and shape to give the TPU, which compiles for one.
+            return (
+                f"{where} batches with `{name.rpartition('.')[2]}(...)`, whose batches vary "
+                "in size and shape from group to group (each group's last batch is partial): "
+                f"{_NO_BATCH}, with one static shape; pad the elements to fixed lengths and "
+                "batch by params['batch_size'] with drop_remainder on TPU by hand"
             )
         if name in _DATASET_BATCHING:
             return (

@@ -133,10 +133,18 @@ class _LazyIndexer(Indexer):
         load: Callable[[int], SourceModule | None],
         use_runtime: bool,
         follow_helpers: bool,
+        sources: Sequence[str] = (),
+        unread: Sequence[Path] = (),
     ) -> None:
-        super().__init__([], use_runtime=use_runtime, follow_helpers=follow_helpers)
+        super().__init__([], use_runtime=use_runtime, follow_helpers=follow_helpers, unread=unread)
         self.claims = claims
         self.load = load
+        self.sources = sources  # every candidate's text, by candidate id
+
+    def mentioning(self, word: str) -> list[SourceModule]:
+        # modules the index did not need yet may call a helper too: parse those that spell it
+        found = [self.load(cid) for cid, text in enumerate(self.sources) if word in text]
+        return [src for src in found if src is not None]
 
     def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
         found: dict[str, SourceModule] = {}
@@ -182,7 +190,14 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
         return src
 
     settings = state.settings
-    indexer = _LazyIndexer(claims, load, settings.use_runtime, settings.target is Target.TF2)
+    indexer = _LazyIndexer(
+        claims,
+        load,
+        settings.use_runtime,
+        settings.target is Target.TF2,
+        [cand.source for cand in cands],
+        state.skipped,
+    )
     needed = [
         cid
         for cid, cand in enumerate(cands)
@@ -361,6 +376,7 @@ def _migrate_all_parsed(
         out.append(Candidate(result, parse(decoded.text), names))
 
     candidates: list[Candidate] = []
+    skipped: list[Path] = []
     for found in discover(paths, exclude=exclude):
         if isinstance(found, tuple):
             yield FileResult(found[0], Status.FAILED, error=found[1])
@@ -371,10 +387,12 @@ def _migrate_all_parsed(
         if loaded:
             candidates += loaded
         else:
+            if result.status is Status.SKIPPED:
+                skipped.append(found)
             yield result
 
     try:
-        index = _build_index(candidates, use_runtime, target)
+        index = _build_index(candidates, use_runtime, target, skipped)
     except MigrationError as exc:
         for cand in candidates:
             yield fail(cand.result, str(exc))
@@ -405,7 +423,10 @@ def _finish(
 
 
 def _build_index(
-    candidates: Sequence[Candidate], use_runtime: bool, target: Target
+    candidates: Sequence[Candidate],
+    use_runtime: bool,
+    target: Target,
+    skipped: Sequence[Path] = (),
 ) -> ProjectIndex:
     """The project index; a file the indexer cannot read adds no roles (and shifts nothing).
 
@@ -421,7 +442,10 @@ def _build_index(
             continue
         pairs.append((src, cand))
     indexer = Indexer(
-        [src for src, _ in pairs], use_runtime=use_runtime, follow_helpers=target is Target.TF2
+        [src for src, _ in pairs],
+        use_runtime=use_runtime,
+        follow_helpers=target is Target.TF2,
+        unread=skipped,
     )
     try:
         for src, cand in pairs:

@@ -77,6 +77,7 @@ class RunState:
     # candidate -> its text with the inert defs set aside (None: the whole text is parsed)
     splits: dict[int, Split | None] = field(default_factory=dict)
     mentions: Counter[str] | None = None  # identifier -> how many candidates mention it
+    skipped: list[Path] = field(default_factory=list)  # files the pre-filter skipped
 
 
 def fail(result: FileResult, reason: str) -> FileResult:

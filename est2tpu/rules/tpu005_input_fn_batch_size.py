@@ -14,6 +14,9 @@ from est2tpu.batching import (
     is_get_next,
     is_params_batch_size,
     one_shot_dataset,
+    returned_value,
+    returns_names,
+    unpack_target,
 )
 from est2tpu.cstutil import (
     add_param,
@@ -27,7 +30,7 @@ from est2tpu.cstutil import (
     walk,
     with_kwarg,
 )
-from est2tpu.index import Mode, UseSite, node_code
+from est2tpu.index import InputFnPlan, Mode, UseSite, node_code
 from est2tpu.rule import FileState, Rule
 from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 
@@ -35,9 +38,13 @@ from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 class InputFnBatchSize(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return cls.file_has_input_fn(state) or any(
-            path == state.path
-            for path, _, _ in (*state.index.direct_calls, *state.index.bound_lambdas)
+        return (
+            cls.file_has_input_fn(state)
+            or any(
+                path == state.path
+                for path, _, _ in (*state.index.direct_calls, *state.index.bound_lambdas)
+            )
+            or any(path == state.path for path, _ in state.index.batch_helpers)
         )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -60,13 +67,15 @@ class InputFnBatchSize(Rule):
     ) -> cst.FunctionDef:
         plan = self.input_fn_plan()
         if plan is None:
-            return updated_node
+            return self._batch_helper(original_node, updated_node)
         for problem in dict.fromkeys(plan.problems):
             self.refuse(original_node, problem)
         fn = updated_node
         if plan.needs_params and not has_param(fn, "params"):
             fn = add_param(fn, "params")
             self.record(original_node, "input function takes params")
+        if plan.helper_call is not None:
+            return self._helper_call(original_node, fn, plan)
         calls = batch_calls(original_node)
         if len(calls) != 1:
             return fn
@@ -137,6 +146,128 @@ class InputFnBatchSize(Rule):
 
         result = fn.visit(Batch())
         assert isinstance(result, cst.FunctionDef)
+        return result
+
+    # Issue 19 (helpers): input functions that batch in a project helper they return.
+    def _helper_call(
+        self, original_node: cst.FunctionDef, fn: cst.FunctionDef, plan: InputFnPlan
+    ) -> cst.FunctionDef:
+        """`return make_batches(files, 64)` -> `return make_batches(files,
+        params["batch_size"])`: the helper batches by what TPUEstimator passes (64 moved to
+        its batch size; the helper gets static batches on TPU, see `_batch_helper`)."""
+        if Mode.TRAIN in plan.modes and plan.committed and not plan.helper_repeats:
+            self.refuse(
+                original_node,
+                "the training input does not .repeat(); on TPU the infeed must not run dry "
+                "before `steps`: repeat the dataset (and bound training by steps)",
+            )
+        code, index = plan.helper_call, plan.helper_arg
+        assert code is not None
+        if plan.helper_unpacked is not None:
+            fn = _map_unpacked(fn, code, plan.helper_unpacked)
+            self.record(original_node, "input function maps what it returned over the dataset")
+        if plan.helper_param is None:
+            return fn  # the batch size reaches the helper as it is (a lambda passes it)
+        param: str = plan.helper_param
+        rule = self
+
+        class PassBatchSize(cst.CSTTransformer):
+            def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
+                if node_code(o) != code:
+                    return u
+                if index is None:
+                    if kwarg(u, param) is not None:
+                        return u
+                    rule.record(o, "the helper batches by params['batch_size']")
+                    return with_kwarg(u, param, params_subscript())
+                if is_params_batch_size(u.args[index].value):
+                    return u
+                rule.record(o, "the helper batches by params['batch_size']")
+                return u.with_changes(
+                    args=[
+                        a.with_changes(value=params_subscript()) if i == index else a
+                        for i, a in enumerate(u.args)
+                    ]
+                )
+
+        result = fn.visit(PassBatchSize())
+        assert isinstance(result, cst.FunctionDef)
+        return result
+
+    def _batch_helper(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        """A project function that makes input functions' batches: the one that batches gets
+        static batches on TPU (it has no TPUEstimator params of its own: the runtime says
+        whether one runs on a TPU), and batches by a new `batch_size` parameter where it
+        batched by a module constant (the constant is its default); the one they return
+        returns its dataset."""
+        helper = self.state.index.batch_helpers.get((self.state.path, self.here))
+        if helper is None:
+            return updated_node
+        fn = updated_node
+        if helper.return_dataset:
+            unpacked = _unpacked_one_shot(self, fn)
+            if unpacked is not None:
+                self.record(original_node, "helper returns its dataset, not iterator tensors")
+                fn = unpacked
+            else:
+                fn = self._return_dataset(original_node, fn)
+        code = helper.batch
+        if code is None:
+            return fn
+        if Mode.PREDICT in helper.modes and len(helper.modes) > 1:
+            target = next((c for c in iter_calls(original_node) if node_code(c) == code), None)
+            self.refuse(
+                target or original_node,
+                "this helper makes the batches of input functions for predict and for "
+                "train/eval: predict keeps the last partial batch, train/eval on TPU need "
+                "drop_remainder=True; give it the mode, or split it, by hand",
+            )
+            return fn
+        drop = None if Mode.PREDICT in helper.modes else cst.Call(self.runtime("use_tpu"))
+        new_param = helper.new_param
+        rule = self
+
+        class Static(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn
+
+            def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
+                if node_code(o) != code:
+                    return u
+                if new_param is not None:
+                    size = kwarg(u, "batch_size") or u.args[1]
+                    u = u.with_changes(
+                        args=[
+                            a.with_changes(value=cst.Name(new_param[0])) if a is size else a
+                            for a in u.args
+                        ]
+                    )
+                    rule.record(o, "the helper batches by a batch_size parameter of its own")
+                if drop is not None and kwarg(u, "drop_remainder") is None:
+                    rule.record(o, "static batch shape on TPU (drop_remainder)")
+                    u = with_kwarg(u, "drop_remainder", drop)
+                return u
+
+        result = fn.visit(Static())
+        assert isinstance(result, cst.FunctionDef)
+        if new_param is not None and not has_param(result, new_param[0]):
+            params = result.params
+            last = params.params[-1] if params.params else None
+            new = cst.Param(
+                cst.Name(new_param[0]),
+                default=cst.Name(new_param[1]),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
+            listed = list(params.params)
+            if last is not None and not isinstance(last.comma, cst.Comma):
+                listed[-1] = last.with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+            elif last is not None:
+                new = new.with_changes(comma=last.comma)
+            result = result.with_changes(params=params.with_changes(params=[*listed, new]))
         return result
 
     def _return_dataset(
@@ -353,6 +484,98 @@ class InputFnBatchSize(Rule):
         )
         self.record(original_node, "direct call passes params={'batch_size': ...}")
         return with_kwarg(updated_node, "params", params)
+
+
+def _map_unpacked(fn: cst.FunctionDef, code: str, names: list[str]) -> cst.FunctionDef:
+    """`a, b = helper(...)` then `return {"x": a}, b` -> `return helper(...).map(lambda a,
+    b: ({"x": a}, b))`: the helper returns its dataset, whose elements are what its iterator
+    gave, and the structure is built from each element as it was from the tensors."""
+
+    class Map(cst.CSTTransformer):
+        def leave_IndentedBlock(
+            self, o: cst.IndentedBlock, u: cst.IndentedBlock
+        ) -> cst.IndentedBlock:
+            body = list(u.body)
+            if len(body) < 2:
+                return u
+            unpacked = unpack_target(body[-2])
+            value = returned_value(body[-1])
+            if unpacked is None or value is None or node_code(unpacked[1]) != code:
+                return u
+            if isinstance(value, cst.Tuple) and not value.lpar:
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            mapped = cst.Call(
+                cst.Attribute(unpacked[1], cst.Name("map")),
+                [
+                    cst.Arg(
+                        cst.Lambda(
+                            cst.Parameters(
+                                [
+                                    cst.Param(
+                                        cst.Name(n),
+                                        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                                        if i < len(names) - 1
+                                        else cst.MaybeSentinel.DEFAULT,
+                                    )
+                                    for i, n in enumerate(names)
+                                ]
+                            ),
+                            value,
+                        )
+                    )
+                ],
+            )
+            last = body[-1]
+            assert isinstance(last, cst.SimpleStatementLine)
+            ret = last.body[0]
+            assert isinstance(ret, cst.Return)
+            assign = body[-2]
+            assert isinstance(assign, cst.SimpleStatementLine)
+            new = last.with_changes(
+                body=[ret.with_changes(value=mapped)],
+                leading_lines=[*assign.leading_lines, *last.leading_lines],
+            )
+            return u.with_changes(body=[*body[:-2], new])
+
+    result = fn.visit(Map())
+    assert isinstance(result, cst.FunctionDef)
+    return result
+
+
+def _unpacked_one_shot(rule: Rule, fn: cst.FunctionDef) -> cst.FunctionDef | None:
+    """A helper ending `a, b = <one-shot iterator over E>.get_next()`, `return a, b` (the
+    iterator made there or in the statement before) returns E (the index checked that the
+    names and the iterator are used nowhere else)."""
+    if not isinstance(fn.body, cst.IndentedBlock) or len(fn.body.body) < 2:
+        return None
+    body = list(fn.body.body)
+    unpacked = unpack_target(body[-2])
+    if unpacked is None or not returns_names(body[-1], unpacked[0]):
+        return None
+    value = unpacked[1]
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return None
+    held = value.func.value
+    dataset = _one_shot_of(rule, held)
+    cut = 2
+    if dataset is None and isinstance(held, cst.Name) and len(body) >= 3:
+        made = unpack_target(body[-3])
+        if made is not None and made[0] == [held.value]:
+            dataset, cut = _one_shot_of(rule, made[1]), 3
+    if dataset is None:
+        return None
+    last = body[-1]
+    assert isinstance(last, cst.SimpleStatementLine)
+    ret = last.body[0]
+    assert isinstance(ret, cst.Return)
+    leading = [
+        line
+        for stmt in body[-cut:]
+        if isinstance(stmt, cst.SimpleStatementLine)
+        for line in stmt.leading_lines
+    ]
+    new = last.with_changes(body=[ret.with_changes(value=dataset)], leading_lines=leading)
+    return fn.with_changes(body=fn.body.with_changes(body=[*body[:-cut], new]))
 
 
 def _lambda_with_params(lam: cst.Lambda, site: UseSite) -> cst.Lambda:

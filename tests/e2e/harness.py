@@ -89,6 +89,7 @@ PROJECTS: dict[str, Project] = {
         Project("model_fn_in_a_class", ("train.py",)),
         Project("input_fn_factories", ("train.py",)),
         Project("iterator_inputs", ("train.py",)),
+        Project("helper_batched_inputs", ("train.py",)),
         Project("premade_dnn_classifier", ("train.py",), tf2_only=True),
         Project("premade_linear_regressor", ("train.py",), tf2_only=True),
     )
