@@ -65,6 +65,37 @@ for _gather in (
     _gathered_once_per_class(_gather)
 
 
+def _adds_imports(context: CodemodContext, module: cst.Module) -> bool:
+    """Would AddImportsVisitor add anything? It gathers the imports already there by walking
+    the whole tree, though it reads only the module's leading run of import statements
+    (after a docstring or `__strict__` line), then walks it all again to change nothing when
+    every requested import is already there: the usual case, since rules ask for
+    `import tensorflow as tf` at every rewrite. Its own gathering over a module cut after
+    that run decides the same thing without the walks: the cut keeps the first statement
+    whatever it is, the import lines after it and the first statement that is not one,
+    where the gathering stops."""
+    body = module.body
+    end = 1 if body and isinstance(body[0], cst.SimpleStatementLine) else 0
+    while end < len(body) and _is_import_line(body[end]):
+        end += 1
+    visitor = AddImportsVisitor(context)
+    visitor.visit_Module(module.with_changes(body=body[: end + 1]))
+    return bool(
+        visitor.module_imports
+        or visitor.module_mapping
+        or visitor.module_aliases
+        or visitor.alias_mapping
+    )
+
+
+def _is_import_line(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+    )
+
+
 class _RuleRecursion(Exception):
     """A rule's visit ran out of stack (RecursionError), with the rule's ID."""
 
@@ -347,7 +378,9 @@ def _transform(
                     head = state.refused_code.get(finding)
                     if head is not None and head not in text:
                         caveats.add(finding)
-            if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
+            if context.scratch.get(AddImportsVisitor.CONTEXT_KEY) and _adds_imports(
+                context, module
+            ):
                 module = AddImportsVisitor(context).transform_module(module)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
                 module = RemoveImportsVisitor(context).transform_module(module)
