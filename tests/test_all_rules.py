@@ -57,7 +57,12 @@ def test_all_rules_over_fixture(before: Path, target: Target) -> None:
     assert result.status is not Status.FAILED, result.error
     assert result.new_text is not None
     compile(result.new_text, _name(before), "exec", dont_inherit=True)
-    again = migrate_source(result.new_text, path=_path(before), target=target)
+    # A fixture the rules left unchanged is its own second run (the same text, path and
+    # target give the same result), already cached.
+    unchanged = result.new_text == before.read_text(encoding="utf-8")
+    again = (
+        result if unchanged else migrate_source(result.new_text, path=_path(before), target=target)
+    )
     assert again.status is not Status.FAILED, again.error
     assert again.new_text == result.new_text, "a second run must change nothing"
     lines = before.read_text(encoding="utf-8").count("\n") + 1
