@@ -92,6 +92,8 @@ def get_next_of_one_shot(
         return None
     assert isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
     return one_shot_dataset(expr.func.value, tf_name)
+
+
 def unpack_target(node: cst.BaseStatement) -> tuple[list[str], cst.BaseExpression] | None:
     """`a, b = value` (or `a = value`), a simple statement line: the names and the value."""
     if not (

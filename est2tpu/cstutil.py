@@ -487,3 +487,21 @@ def scalar_tensor(
         positional = [a for a in call.args if a.keyword is None]
         return len(positional) < 2 and kwarg(call, "axis") is None
     return False
+
+
+def name_count(node: cst.FunctionDef | cst.BaseExpression, name: str) -> int:
+    """How often `name` is spelled as a variable (not as an attribute's name) in a function's
+    body, nested defs and lambdas included, or in an expression."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal count
+            count += node.value == name
+
+    walk(node.body if isinstance(node, cst.FunctionDef) else node, V())
+    return count

@@ -23,7 +23,7 @@ from est2tpu.batching import (
     returns_names,
     unpack_target,
 )
-from est2tpu.cstutil import iter_calls, names_read, target_names, walk
+from est2tpu.cstutil import iter_calls, name_count, names_read, target_names, walk
 from est2tpu.index import (
     BatchHelper,
     BatchSize,
@@ -2127,7 +2127,7 @@ def _returns_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
         and isinstance(made.body[0].targets[0].target, cst.Name)
         and made.body[0].targets[0].target.value == held.value
         and _makes_one_shot(src, made.body[0].value)
-        and _name_count(fn, held.value) == 2
+        and name_count(fn, held.value) == 2
     )
 
 
@@ -2144,7 +2144,7 @@ def _returns_unpacked_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
     if unpacked is None or not returns_names(body[-1], unpacked[0]):
         return False
     names, value = unpacked
-    if any(_name_count(fn, name) != 2 for name in names):
+    if any(name_count(fn, name) != 2 for name in names):
         return False
     if not (
         isinstance(value, cst.Call)
@@ -2162,7 +2162,7 @@ def _returns_unpacked_one_shot(src: SourceModule, fn: cst.FunctionDef) -> bool:
         and made is not None
         and made[0] == [held.value]
         and _makes_one_shot(src, made[1])
-        and _name_count(fn, held.value) == 2
+        and name_count(fn, held.value) == 2
     )
 
 
@@ -2183,26 +2183,9 @@ def _unpacks_helper(fn: cst.FunctionDef) -> tuple[cst.Call, list[str]] | None:
     if _names_in(node_code(value)) & locals_:
         return None
     # the names hold the helper's tensors only for the return
-    if any(_name_count(fn, n) != 1 + _name_count(value, n) for n in names):
+    if any(name_count(fn, n) != 1 + name_count(value, n) for n in names):
         return None
     return call, names
-
-
-def _name_count(fn: cst.FunctionDef | cst.BaseExpression, name: str) -> int:
-    """How often `name` is spelled as a variable in a function's body or an expression."""
-    count = 0
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            walk(node.value, self)
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal count
-            count += node.value == name
-
-    walk(fn.body if isinstance(fn, cst.FunctionDef) else fn, V())
-    return count
 
 
 def _has_repeat(fn: cst.FunctionDef) -> bool:

@@ -24,6 +24,7 @@ from est2tpu.cstutil import (
     has_param,
     iter_calls,
     kwarg,
+    name_count,
     params_subscript,
     target_names,
     unique_name,
@@ -675,7 +676,7 @@ def _one_shot_return(
     ):
         return None
     dataset = _one_shot_of(rule, made.body[0].value)
-    uses = _name_count(fn, held.value)
+    uses = name_count(fn, held.value)
     others = [c for c in iter_calls(fn) if _iterator_method(rule, c) is not None]
     if dataset is None or uses != 2 or len(others) != 2:
         return None
@@ -694,23 +695,6 @@ def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
 
     walk(fn, V())
     return found
-
-
-def _name_count(fn: cst.FunctionDef, name: str) -> int:
-    """How often `name` is spelled as a variable in `fn`, nested defs and lambdas included."""
-    count = 0
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            walk(node.value, self)
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal count
-            count += node.value == name
-
-    walk(fn.body, V())
-    return count
 
 
 # Issue 19 (iterators): the statements after `get_next()` that only restructure its value.
@@ -786,7 +770,7 @@ def _iterator_tail(rule: Rule, fn: cst.FunctionDef) -> _Tail | None:
                 or made is None
                 or not isinstance(made.targets[0].target, cst.Name)
                 or made.targets[0].target.value != held.value
-                or _name_count(fn, held.value) != 2
+                or name_count(fn, held.value) != 2
             ):
                 return None
             dataset = one_shot_dataset(made.value, rule.tf_name)
