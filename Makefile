@@ -6,7 +6,7 @@ test:
 	bash scripts/test.sh
 
 # The inner loop: lint, types, and the suite without the slow and TensorFlow tests (goal: under a
-# minute on 2 cores). Measured on 2 quiet cores: 63-67 s of wall, 120 s of CPU, 1,492 tests
+# minute on 2 cores). Measured on 2 quiet cores: 59.9 s of wall, 116 s of CPU, 1,483 tests
 # (61 s for 1,281 tests a session earlier; before issue 17's work: 2 min 26 s).
 check:
 	EST2TPU_LINT=1 bash scripts/test.sh -q -m "not slow and not tf" -n 2 --dist loadgroup

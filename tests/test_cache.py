@@ -74,8 +74,9 @@ def test_an_edit_in_another_module_invalidates_this_one(project: Path, tmp_path:
     [
         pytest.param({"target": Target.TF2}, id="target"),
         pytest.param({"select": ["TPU001"]}, id="select"),
-        pytest.param({"ignore": ["TPU006"]}, id="ignore"),
-        pytest.param({"use_runtime": False}, id="no_runtime"),
+        # the two other settings in the full suite only (make check keeps target and select)
+        pytest.param({"ignore": ["TPU006"]}, id="ignore", marks=pytest.mark.slow),
+        pytest.param({"use_runtime": False}, id="no_runtime", marks=pytest.mark.slow),
     ],
 )
 def test_settings_are_part_of_the_key(

@@ -194,6 +194,7 @@ def test_explicitly_named_symlink_out_of_the_tree_is_refused(tmp_path: Path) -> 
 # -- 5. one bad input is one error line (or a usage error), never a traceback --------------
 
 
+@pytest.mark.slow  # a CLI process over 1,000 nested directories
 def test_directory_tree_1000_levels_deep_is_walked(tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -223,6 +224,7 @@ def test_tool_that_is_not_a_table_is_a_usage_error(tmp_path: Path) -> None:
     assert (tmp_path / "GOOD.py").read_text() == GOOD
 
 
+@pytest.mark.slow  # a CLI process per locale
 @pytest.mark.parametrize(
     ("name", "lang"),
     [(b"b\xff.py", "C.UTF-8"), ("é.py".encode(), "C")],

@@ -194,6 +194,7 @@ def test_two_source_keys_in_one_cell_is_that_notebooks_error(tmp_path: Path) -> 
 # -- 5. non-text source, JSON nested ~1,000 deep: that file's error, exit 2, the run goes on -
 
 
+@pytest.mark.slow  # a CLI process per notebook
 @pytest.mark.parametrize(
     ("text", "reason"),
     [

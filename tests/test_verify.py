@@ -275,6 +275,7 @@ def test_a_crashing_original_shows_the_end_of_its_traceback(tmp_path: Path) -> N
     assert tree_digest(project) == before
 
 
+@pytest.mark.slow  # waits out a timeout
 def test_a_program_that_hangs_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     project = write_program(tmp_path / "hangs", "import time\ntime.sleep(120)\n")
     proc = verify("--timeout", "2", str(project), "--", sys.executable, "train.py")
