@@ -237,6 +237,91 @@ def run_project(
     return RunResult(results, seconds, proc.stdout, proc.stderr, model_dir)
 
 
+def run_programs(programs: dict[str, str], tmp: Path) -> dict[str, RunResult]:
+    """Run each one-file program (a project's `train.py`, by name) in its own directory under
+    ``tmp``: the original, its migration and hand ports of it, compared by the caller."""
+    runs = {}
+    for name, text in programs.items():
+        project = tmp / name / "project"
+        project.mkdir(parents=True)
+        (project / "train.py").write_text(text)
+        runs[name] = run_project(project, ("train.py",), tmp / name / "run")
+    return runs
+
+
+# A one-file regression program whose train op a test writes in place of the `TRAIN_OP` line
+# (and, in place of `HIDDEN_EXTRA`, more layers after the hidden one): the optimizer
+# rewrites (TPU004) are proven on it against an expert's hand port.
+TRAIN_OP_PROGRAM = """\
+import argparse
+import json
+
+import numpy as np
+import tensorflow as tf
+
+SEED = 7
+
+
+def make_data(n, seed):
+    rng = np.random.RandomState(seed)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (x @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
+    return x, y
+
+
+TRAIN_X, TRAIN_Y = make_data(256, SEED)
+EVAL_X, EVAL_Y = make_data(64, SEED + 1)
+
+
+def train_input_fn():
+    data = tf.data.Dataset.from_tensor_slices(({"x": TRAIN_X}, TRAIN_Y))
+    return data.shuffle(256, seed=SEED).repeat().batch(32)
+
+
+def eval_input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y)).batch(32)
+
+
+def model_fn(features, labels, mode, params):
+    hidden = tf.compat.v1.layers.dense(features["x"], 8, activation=tf.nn.relu)
+HIDDEN_EXTRA
+    predictions = tf.compat.v1.layers.dense(hidden, 1)
+    loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss)
+TRAIN_OP
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--results", required=True)
+    args = parser.parse_args()
+    tf.keras.utils.set_random_seed(SEED)
+    estimator = tf.estimator.Estimator(
+        model_fn,
+        model_dir=args.model_dir,
+        config=tf.estimator.RunConfig(tf_random_seed=SEED),
+        params={"learning_rate": 0.05},
+    )
+    estimator.train(train_input_fn, steps=60)
+    metrics = estimator.evaluate(eval_input_fn, steps=2)
+    with open(args.results, "w") as f:
+        json.dump({"metrics": {k: float(v) for k, v in metrics.items()},
+                   "loss": float(metrics["loss"]), "predictions": []}, f)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def train_op_program(train_op: str, hidden_extra: str = "") -> str:
+    text = TRAIN_OP_PROGRAM.replace("TRAIN_OP", train_op)
+    return text.replace("HIDDEN_EXTRA\n", hidden_extra)
+
+
 def run_named_project(name: str, tmp: Path, **kwargs: Any) -> RunResult:
     """Copy project ``name`` under ``tmp`` and run the copy (the original stays clean)."""
     copy = copy_project(name, tmp / "project")

@@ -100,11 +100,6 @@ def test_metric_value_is_computed_in_metric_fn() -> None:
 def test_metric_value_evaluates_like_the_original(harness: ModuleType, tmp_path: Path) -> None:
     migrated = migrate_source(PROGRAM, path="train.py")
     assert migrated.new_text is not None
-    runs = {}
-    for name, text in (("original", PROGRAM), ("migrated", migrated.new_text)):
-        project = tmp_path / name / "project"
-        project.mkdir(parents=True)
-        (project / "train.py").write_text(text)
-        runs[name] = harness.run_project(project, ("train.py",), tmp_path / name / "run")
+    runs = harness.run_programs({"original": PROGRAM, "migrated": migrated.new_text}, tmp_path)
     assert runs["migrated"].metrics == runs["original"].metrics
     assert runs["original"].metrics["geometric_error"] != 1.0

@@ -18,69 +18,6 @@ import pytest
 from est2tpu.api import migrate_source
 from est2tpu.ftypes import Status
 
-PROGRAM = """\
-import argparse
-import json
-
-import numpy as np
-import tensorflow as tf
-
-SEED = 7
-
-
-def make_data(n, seed):
-    rng = np.random.RandomState(seed)
-    x = rng.normal(size=(n, 3)).astype(np.float32)
-    y = (x @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
-    return x, y
-
-
-TRAIN_X, TRAIN_Y = make_data(256, SEED)
-EVAL_X, EVAL_Y = make_data(64, SEED + 1)
-
-
-def train_input_fn():
-    data = tf.data.Dataset.from_tensor_slices(({"x": TRAIN_X}, TRAIN_Y))
-    return data.shuffle(256, seed=SEED).repeat().batch(32)
-
-
-def eval_input_fn():
-    return tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y)).batch(32)
-
-
-def model_fn(features, labels, mode, params):
-    hidden = tf.compat.v1.layers.dense(features["x"], 8, activation=tf.nn.relu)
-    predictions = tf.compat.v1.layers.dense(hidden, 1)
-    loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
-    if mode == tf.estimator.ModeKeys.EVAL:
-        return tf.estimator.EstimatorSpec(mode, loss=loss)
-TRAIN_OP
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model_dir", required=True)
-    parser.add_argument("--results", required=True)
-    args = parser.parse_args()
-    tf.keras.utils.set_random_seed(SEED)
-    estimator = tf.estimator.Estimator(
-        model_fn,
-        model_dir=args.model_dir,
-        config=tf.estimator.RunConfig(tf_random_seed=SEED),
-        params={"learning_rate": 0.05},
-    )
-    estimator.train(train_input_fn, steps=60)
-    metrics = estimator.evaluate(eval_input_fn, steps=2)
-    with open(args.results, "w") as f:
-        json.dump({"metrics": {k: float(v) for k, v in metrics.items()},
-                   "loss": float(metrics["loss"]), "predictions": []}, f)
-
-
-if __name__ == "__main__":
-    main()
-"""
-
 WITH_OPTIMIZE_LOSS = """\
     train_op = tf.contrib.layers.optimize_loss(
         loss,
@@ -99,8 +36,8 @@ BY_HAND = """\
     )"""
 
 
-def test_optimize_loss_is_expanded_without_findings() -> None:
-    source = PROGRAM.replace("TRAIN_OP", WITH_OPTIMIZE_LOSS)
+def test_optimize_loss_is_expanded_without_findings(harness: ModuleType) -> None:
+    source = harness.train_op_program(WITH_OPTIMIZE_LOSS)
     result = migrate_source(source, path="train.py")
     assert result.status is not Status.FAILED, result.error
     assert [f.rule_id for f in result.findings] == []
@@ -112,14 +49,10 @@ def test_optimize_loss_is_expanded_without_findings() -> None:
 
 @pytest.mark.tf
 def test_optimize_loss_trains_like_the_hand_port(harness: ModuleType, tmp_path: Path) -> None:
-    migrated = migrate_source(PROGRAM.replace("TRAIN_OP", WITH_OPTIMIZE_LOSS), path="train.py")
+    migrated = migrate_source(harness.train_op_program(WITH_OPTIMIZE_LOSS), path="train.py")
     assert migrated.new_text is not None
-    runs = {}
-    for name, text in (("migrated", migrated.new_text),
-                       ("by_hand", PROGRAM.replace("TRAIN_OP", BY_HAND))):  # fmt: skip
-        project = tmp_path / name / "project"
-        project.mkdir(parents=True)
-        (project / "train.py").write_text(text)
-        runs[name] = harness.run_project(project, ("train.py",), tmp_path / name / "run")
+    runs = harness.run_programs(
+        {"migrated": migrated.new_text, "by_hand": harness.train_op_program(BY_HAND)}, tmp_path
+    )
     assert runs["migrated"].metrics == runs["by_hand"].metrics
     assert runs["migrated"].metrics["global_step"] == 60
