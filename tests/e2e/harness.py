@@ -322,6 +322,25 @@ def train_op_program(train_op: str, hidden_extra: str = "") -> str:
     return text.replace("HIDDEN_EXTRA\n", hidden_extra)
 
 
+def run_program(
+    python: str, program: Path, work: Path, timeout: float = 500
+) -> tuple[dict[str, Any], str]:
+    """Run ``program MODEL_DIR RESULTS`` (both under ``work``) with ``python``, which must
+    succeed: the results JSON it wrote, and its stderr."""
+    results = work / "results.json"
+    proc = subprocess.run(
+        [python, str(program), str(work / "model"), str(results)],
+        env=tf_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report: dict[str, Any] = json.loads(results.read_text())
+    return report, proc.stderr
+
+
 def run_named_project(name: str, tmp: Path, **kwargs: Any) -> RunResult:
     """Copy project ``name`` under ``tmp`` and run the copy (the original stays clean)."""
     copy = copy_project(name, tmp / "project")

@@ -19,12 +19,9 @@ model's loss 0.9403073787689209 on both.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -34,21 +31,6 @@ from est2tpu.ftypes import Target
 PROGRAM = Path(__file__).with_name("programs") / "corpus_constructs.py"
 # Accuracy-like metrics agree within verify's tolerance for tf2 (0.03); these are fractions.
 FRACTIONS = ("accuracy", "auc", "auc_precision_recall", "precision", "recall")
-
-
-def _run(harness: ModuleType, python: str, program: Path, work: Path) -> dict[str, Any]:
-    results = work / "results.json"
-    proc = subprocess.run(
-        [python, str(program), str(work / "model"), str(results)],
-        env=harness.tf_env(),
-        capture_output=True,
-        text=True,
-        timeout=500,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report: dict[str, Any] = json.loads(results.read_text())
-    return report
 
 
 @pytest.mark.tf
@@ -73,8 +55,8 @@ def test_dense_id_columns_and_distribute_config_train_like_the_original(
     migrated_program = tmp_path / "migrated.py"
     migrated_program.write_text(result.new_text)
 
-    original = _run(harness, harness.tf_python(), original_program, tmp_path / "original")
-    migrated = _run(harness, tfcur, migrated_program, tmp_path / "migrated")
+    original = harness.run_program(harness.tf_python(), original_program, tmp_path / "original")[0]
+    migrated = harness.run_program(tfcur, migrated_program, tmp_path / "migrated")[0]
 
     for part in ("classifier", "regressor", "distributed", "keras"):
         assert sorted(migrated[part]) == sorted(original[part]), part

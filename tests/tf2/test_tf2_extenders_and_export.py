@@ -17,7 +17,6 @@ import subprocess
 import textwrap
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -25,21 +24,6 @@ from est2tpu.api import migrate_source
 from est2tpu.ftypes import Target
 
 PROGRAM = Path(__file__).with_name("programs") / "add_metrics_and_export.py"
-
-
-def _run(harness: ModuleType, python: str, program: Path, work: Path) -> dict[str, Any]:
-    results = work / "results.json"
-    proc = subprocess.run(
-        [python, str(program), str(work / "model"), str(results)],
-        env=harness.tf_env(),
-        capture_output=True,
-        text=True,
-        timeout=500,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report: dict[str, Any] = json.loads(results.read_text())
-    return report
 
 
 @pytest.mark.tf
@@ -57,8 +41,8 @@ def test_add_metrics_exports_and_summaries_match_the_original(
     migrated_program = tmp_path / "migrated.py"
     migrated_program.write_text(result.new_text)
 
-    original = _run(harness, harness.tf_python(), original_program, tmp_path / "original")
-    migrated = _run(harness, tfcur, migrated_program, tmp_path / "migrated")
+    original = harness.run_program(harness.tf_python(), original_program, tmp_path / "original")[0]
+    migrated = harness.run_program(tfcur, migrated_program, tmp_path / "migrated")[0]
 
     assert sorted(original["metrics"]) == ["global_step", "loss", "mae", "mean_x", "rmse"]
     assert sorted(migrated["metrics"]) == sorted(original["metrics"])

@@ -13,7 +13,6 @@ within 1e-4 relative), and the logging hooks log the same tensors at the same st
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -55,18 +54,8 @@ def _logged(stderr: str) -> list[tuple[str, float]]:
 
 
 def _run(harness: ModuleType, python: str, program: Path, work: Path) -> dict[str, Any]:
-    results = work / "results.json"
-    proc = subprocess.run(
-        [python, str(program), str(work / "model"), str(results)],
-        env=harness.tf_env(),
-        capture_output=True,
-        text=True,
-        timeout=500,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report: dict[str, Any] = json.loads(results.read_text())
-    report["logged"] = _logged(proc.stderr)
+    report, stderr = harness.run_program(python, program, work)
+    report["logged"] = _logged(stderr)
     return report
 
 
