@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TypeVar
 
 import libcst as cst
@@ -42,6 +42,7 @@ from est2tpu.index import (
     param_names,
 )
 from est2tpu.names import ImportTable, StatementWalker, dotted
+from est2tpu.scan import package_members
 from est2tpu.tfapi import (
     ADD_METRICS,
     DEFAULT_NUMPY_BATCH,
@@ -335,6 +336,7 @@ class Indexer:
         # Estimators built with a parameter of the function that builds them as model_fn
         self.builder_params: list[tuple[_UseCollector, cst.Call, CtorPlan, FnKey, str]] = []
         self.collectors: dict[str, _UseCollector] = {}  # by module path, while building
+        self.package_dirs: dict[tuple[PurePath, str], bool] = {}  # see `stands_for`
 
     @staticmethod
     def source(
@@ -395,10 +397,41 @@ class Indexer:
             return None
         here = PurePath(src.path).parent
         dirs = here.parts[-len(package.split(".")) :]
-        if tuple(package.split(".")[-len(dirs) :]) != dirs:
+        if tuple(package.split(".")[-len(dirs) :]) != dirs and not self.stands_for(here, package):
             return None
         other = self.module_for(last, src.path)
         return other if other is not None and PurePath(other.path).parent == here else None
+
+    def texts_in(self, here: PurePath) -> dict[str, str]:
+        """The files of the run in the directory `here`, by path, with their text."""
+        texts = {p: m.text for p, m in self.modules.items() if PurePath(p).parent == here}
+        for path in self.unread:
+            if PurePath(path).parent == here and str(path) not in texts:
+                try:
+                    texts[str(path)] = Path(path).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    texts[str(path)] = ""
+        return texts
+
+    def stands_for(self, here: PurePath, package: str) -> bool:
+        """Whether the directory `here` holds `package`'s modules taken out of their tree
+        (`magenta/models/onsets/*.py` copied to `vendored/`), as a reader sees at a glance:
+        at least two of its files import members of `package` by the package's name, at
+        least two of those members are files of `here`, and one of those files imports the
+        package too (the modules refer to each other through it). An unrelated module of
+        the same name (`from other.pkg import model` beside a model.py of the project's
+        own) shows none of that.
+        """
+        key = (here, package)
+        if key not in self.package_dirs:
+            texts = self.texts_in(here)
+            files = {PurePath(path).stem: package_members(t, package) for path, t in texts.items()}
+            importers = {stem for stem, members in files.items() if members}
+            present = set().union(*files.values()) & files.keys()
+            self.package_dirs[key] = (
+                len(importers) >= 2 and len(present) >= 2 and bool(importers & present)
+            )
+        return self.package_dirs[key]
 
     def resolve_model_fn(
         self, src: SourceModule, scope: str, expr: cst.BaseExpression

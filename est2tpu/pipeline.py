@@ -12,7 +12,7 @@ import functools
 import re
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import libcst as cst
 
@@ -135,11 +135,24 @@ class _LazyIndexer(Indexer):
         follow_helpers: bool,
         sources: Sequence[str] = (),
         unread: Sequence[Path] = (),
+        paths: Sequence[str] = (),
     ) -> None:
         super().__init__([], use_runtime=use_runtime, follow_helpers=follow_helpers, unread=unread)
         self.claims = claims
         self.load = load
         self.sources = sources  # every candidate's text, by candidate id
+        self.paths = paths  # every candidate's path, by candidate id
+
+    def texts_in(self, here: PurePath) -> dict[str, str]:
+        texts = super().texts_in(here)
+        texts.update(
+            {
+                path: text
+                for path, text in zip(self.paths, self.sources)
+                if PurePath(path).parent == here
+            }
+        )
+        return texts
 
     def mentioning(self, word: str) -> list[SourceModule]:
         # modules the index did not need yet may call a helper too: parse those that spell it
@@ -197,6 +210,7 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
         settings.target is Target.TF2,
         [cand.source for cand in cands],
         state.skipped,
+        [str(cand.result.path) for cand in cands],
     )
     needed = [
         cid

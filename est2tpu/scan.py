@@ -112,6 +112,31 @@ def import_pairs(text: str) -> list[tuple[str, str]] | None:
     return pairs
 
 
+def package_members(text: str, package: str) -> set[str]:
+    """The members of `package` a module's text imports by the package's name
+    (`from package import a, b as c`, `import package.a`): `{"a", "b"}`. A regex look, as
+    `import_pairs`: imports in strings count too, which only adds names."""
+    if package not in text:
+        return set()
+    text = re.sub(r"\\\r?\n", " ", text)
+    found: set[str] = set()
+    for match in _matches(_FROM_IMPORT, text, ""):
+        module = match.group(1)
+        if module == package:
+            names = _COMMENT.sub(" ", match.group(2)).strip("() \t\r\n")
+            found.update(
+                words[0] for part in names.split(",") if (words := part.split()) and words[0] != "*"
+            )
+        elif module.startswith(package + "."):
+            found.add(module[len(package) + 1 :].split(".")[0])
+    for match in _matches(_PLAIN_IMPORT, text, "."):
+        for part in _COMMENT.sub(" ", match.group(1)).split(","):
+            words = part.split()
+            if words and words[0].startswith(package + "."):
+                found.add(words[0][len(package) + 1 :].split(".")[0])
+    return found
+
+
 _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
 _F_PREFIX = re.compile(r"[rRbBuU]?[fF]|[fF][rR]")
 

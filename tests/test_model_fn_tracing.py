@@ -172,3 +172,46 @@ def test_sagemaker_script_is_one_finding_even_when_big(tmp_path: Path) -> None:
     assert [f.rule_id for f in result.findings] == ["TPU014"], result.findings
     assert "SageMaker's legacy TensorFlow script contract" in result.findings[0].message
     assert "model_fn and train_input_fn" in result.findings[0].message
+
+
+def test_package_copied_out_of_its_tree(tmp_path: Path) -> None:
+    # The package's modules sit in a directory not named after it (`vendored/`), and refer
+    # to each other by the package's name: task.py -> onsets.model, onsets.layers;
+    # model.py -> onsets.layers. A reader sees the package; so does est2tpu.
+    copy = tmp_path / "vendored"
+    _write(
+        copy,
+        {
+            "layers.py": "SCALE = 2.0\n",
+            "model.py": "from magenta.onsets import layers\n\n"
+            + MODEL.format(scale="layers.SCALE"),
+            "task.py": TASK.format(
+                import_line="from magenta.onsets import layers, model\n\nassert layers.SCALE"
+            ),
+        },
+    )
+    results = _results(copy)
+    task, model = _result(results, "vendored/task.py"), _result(results, "vendored/model.py")
+    assert "TPUEstimator(" in (task.new_text or ""), [f.render() for f in task.findings]
+    assert "TPUEstimatorSpec(" in (model.new_text or ""), [f.render() for f in model.findings]
+    assert not task.findings + model.findings
+
+
+def test_two_imports_of_an_unrelated_package_are_not_a_copy_of_it(tmp_path: Path) -> None:
+    # task.py imports model and utils of some installed package, and the directory happens
+    # to hold a model.py and a utils.py: no module of the directory imports that package
+    # itself, so nothing says the directory is it.
+    app = tmp_path / "app"
+    _write(
+        app,
+        {
+            "utils.py": "SCALE = 2.0\n",
+            "model.py": MODEL.format(scale=1.0),
+            "task.py": TASK.format(import_line="from other.pkg import model, utils"),
+            "serve.py": "from other.pkg import utils\n",
+        },
+    )
+    results = _results(app)
+    task = _result(results, "app/task.py")
+    assert "TPUEstimator(" not in (task.new_text or "")
+    assert [f.rule_id for f in task.findings] == ["TPU007"]

@@ -258,3 +258,30 @@ def test_cluster_resolver_sources_and_cache(tf_report: dict[str, Any]) -> None:
 def test_cluster_resolver_value_error_means_no_tpu(tf_report: dict[str, Any]) -> None:
     assert tf_report["missing"] == "None"
     assert tf_report["use_tpu_missing"] is False
+
+
+class _HParamsLike:
+    """The part of tf.contrib.training.HParams that params_without_batch_size uses."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.__dict__
+
+    def del_hparam(self, name: str) -> None:
+        del self.__dict__[name]
+
+
+def test_params_without_batch_size_copies_without_the_key() -> None:
+    from est2tpu.runtime import params_without_batch_size
+
+    params = {"learning_rate": 0.1, "batch_size": 32}
+    assert params_without_batch_size(params) == {"learning_rate": 0.1}
+    assert params == {"learning_rate": 0.1, "batch_size": 32}
+    hparams = _HParamsLike(learning_rate=0.1, batch_size=32)
+    copied = params_without_batch_size(hparams)
+    assert "batch_size" not in copied and copied.learning_rate == 0.1
+    assert hparams.batch_size == 32
+    with pytest.raises(TypeError, match="mapping or an HParams"):
+        params_without_batch_size([("batch_size", 32)])

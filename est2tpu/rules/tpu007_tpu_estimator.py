@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import libcst as cst
 
 from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
@@ -52,6 +54,35 @@ class TpuEstimator(Rule):
             call = _without_params_key(call, user_batch)
             for mode in Mode:
                 sizes.setdefault(mode, node_code(user_batch.value))
+        held = _batch_size_held_by(params_arg, sizes.values())
+        if held is not None and params_arg is not None:
+            # `Estimator(params=hparams)` and `hparams["batch_size"]` as the batch size:
+            # TPUEstimator refuses params holding its reserved key, and fills it itself.
+            wrapped = cst.Call(
+                self.runtime("params_without_batch_size"), [cst.Arg(params_arg.value)]
+            )
+            call = call.with_changes(
+                args=[
+                    a.with_changes(value=wrapped) if a.value.deep_equals(params_arg.value) else a
+                    for a in call.args
+                ]
+            )
+            if plan.model_fn_reads_batch_size:
+                self.refuse(
+                    original_node,
+                    "the model_fn reads params['batch_size'], which TPUEstimator fills when it "
+                    "trains, evaluates and predicts, not when it exports: hand the model_fn "
+                    "the batch size another way for export by hand",
+                )
+            if held == "attribute":
+                self.refuse(
+                    original_node,
+                    f"the batch size `{node_code(params_arg.value)}.batch_size` is an attribute "
+                    "of this Estimator's params, and TPUEstimator gives the input functions "
+                    "those params with its own batch size: where they are an HParams, read "
+                    "`params.batch_size` in the input functions (est2tpu wrote "
+                    "params['batch_size']) by hand",
+                )
         for mode in sorted(plan.unsized_modes - set(sizes), key=list(Mode).index):
             self.refuse(
                 original_node,
@@ -81,6 +112,34 @@ class TpuEstimator(Rule):
             call = explode(call, self.call_depth())
         self.record(original_node, "Estimator -> TPUEstimator")
         return call
+
+
+def _batch_size_held_by(params: cst.Arg | None, sizes: Iterable[str]) -> str | None:
+    """How a batch size reads `batch_size` of the very name passed as params: "subscript"
+    (`hparams["batch_size"]`), "attribute" (`hparams.batch_size`), or None."""
+    if params is None or not isinstance(params.value, cst.Name):
+        return None
+    name = params.value.value
+    for code in sizes:
+        expr = cst.parse_expression(code)
+        if (
+            isinstance(expr, cst.Attribute)
+            and expr.attr.value == "batch_size"
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value == name
+        ):
+            return "attribute"
+        if (
+            isinstance(expr, cst.Subscript)
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value == name
+            and len(expr.slice) == 1
+            and isinstance(expr.slice[0].slice, cst.Index)
+            and isinstance(expr.slice[0].slice.value, cst.SimpleString)
+            and expr.slice[0].slice.value.evaluated_value == "batch_size"
+        ):
+            return "subscript"
+    return None
 
 
 def _positional(call: cst.Call, index: int) -> cst.Arg | None:

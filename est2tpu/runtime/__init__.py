@@ -21,6 +21,7 @@ __all__ = [
     "model_to_estimator",
     "numpy_input_fn",
     "pandas_input_fn",
+    "params_without_batch_size",
     "premade",
     "run_config",
     "sized_input_fn",
@@ -35,6 +36,7 @@ from est2tpu.runtime._tpu import (
     cluster_resolver,
     ensure_tpu_run_config,
     iterations_per_loop,
+    params_without_batch_size,
     run_config,
     use_tpu,
 )

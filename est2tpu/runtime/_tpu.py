@@ -4,8 +4,10 @@ without importing the package that re-exports them."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
+from collections.abc import Mapping
 from typing import Any
 
 # Device nodes that exist only on a Cloud TPU VM: /dev/accel* on v2-v4,
@@ -183,3 +185,28 @@ def ensure_tpu_run_config(
     kwargs["save_checkpoints_steps"] = config.save_checkpoints_steps
     kwargs["save_checkpoints_secs"] = config.save_checkpoints_secs
     return run_config(iterations_per_loop=iterations_per_loop, tpu=tpu, **kwargs)
+
+
+def params_without_batch_size(params: Any) -> Any:
+    """The Estimator's ``params`` as a TPUEstimator takes them: without ``batch_size``.
+
+    TPUEstimator reserves that key (its constructor refuses params holding it) and gives
+    each input function and model_fn the batch size its constructor's
+    ``train/eval/predict_batch_size`` set, which est2tpu reads from this very
+    ``params["batch_size"]``: on CPU the same value.  A mapping gives a dict copy without
+    the key; an HParams-like object (with ``del_hparam``) a deep copy without it.  The
+    original is not modified.
+
+    Raises:
+        TypeError: if ``params`` is neither.
+    """
+    if isinstance(params, Mapping):
+        return {key: value for key, value in params.items() if key != "batch_size"}
+    if hasattr(params, "del_hparam"):
+        copied = copy.deepcopy(params)
+        if "batch_size" in copied:
+            copied.del_hparam("batch_size")
+        return copied
+    raise TypeError(
+        f"params_without_batch_size expects a mapping or an HParams, got {type(params).__name__}"
+    )
