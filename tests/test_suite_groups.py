@@ -1,4 +1,5 @@
-"""The suite's own machinery: `xdist_group` marks keep a group on one worker (tests/conftest.py).
+"""The suite's own machinery: `xdist_group` marks keep a group on one worker, and the tests
+sharing a module fixture are grouped (tests/conftest.py).
 
 pytest 9.2 silently broke pytest-xdist's grouping (pytest-dev/pytest-xdist#1386) and nothing
 failed: the expensive module fixtures were just built once per worker. This runs pytest with
@@ -18,6 +19,7 @@ TESTS = Path(__file__).resolve().parent
 
 GROUPED = """
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,16 @@ def test_grouped(i):
 @pytest.mark.parametrize("i", range(8))
 def test_free(i):
     (OUT / f"free-{i}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+
+
+@pytest.fixture(scope="module")
+def probe():
+    (OUT / f"setup-{os.environ['PYTEST_XDIST_WORKER']}-{time.monotonic_ns()}").write_text("")
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_shares_a_module_fixture(i, probe):
+    (OUT / f"shares-{i}").write_text(os.environ["PYTEST_XDIST_WORKER"])
 """
 
 
@@ -53,5 +65,9 @@ def test_a_group_runs_on_one_worker(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     worker = {p.name: p.read_text() for p in (tmp_path / "workers").iterdir()}
-    assert len(worker) == 16, worker
+    setups = [name for name in worker if name.startswith("setup-")]
+    assert len(worker) == 24 + len(setups), worker
     assert len({worker[f"grouped-{i}"] for i in range(8)}) == 1, worker
+    # Ungrouped tests sharing a module fixture get a group: one worker, one setup.
+    assert len({worker[f"shares-{i}"] for i in range(8)}) == 1, worker
+    assert len(setups) == 1, setups

@@ -39,13 +39,11 @@ def tf_python(harness: ModuleType) -> str:
 def original_run(
     harness: ModuleType, tf_python: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Callable[[str], object]:
-    """``original_run(name)``: the result of running the unmigrated project, once per session."""
-    cache: dict[str, object] = {}
+    """``original_run(name)``: the result of running the unmigrated project, once per worker
+    (shared with tests/tf2: ``harness.original_run``)."""
 
     def run(name: str) -> object:
-        if name not in cache:
-            cache[name] = harness.run_named_project(name, tmp_path_factory.mktemp(f"orig-{name}"))
-        return cache[name]
+        return harness.original_run(name, tmp_path_factory)
 
     return run
 

@@ -347,6 +347,18 @@ def run_named_project(name: str, tmp: Path, **kwargs: Any) -> RunResult:
     return run_project(copy, PROJECTS[name].entry, tmp / "run", **kwargs)
 
 
+_ORIGINALS: dict[str, RunResult] = {}
+
+
+def original_run(name: str, tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    """Project ``name`` run unmigrated on TF 2.15, once per process: the tpu-estimator tests
+    (tests/e2e) and the tf2 ones (tests/tf2) compare with the same run, and both put a
+    project's tests in the xdist group ``e2e-<name>``, so that one worker trains it once."""
+    if name not in _ORIGINALS:
+        _ORIGINALS[name] = run_named_project(name, tmp_path_factory.mktemp(f"orig-{name}"))
+    return _ORIGINALS[name]
+
+
 def python_files(project_dir: Path) -> list[Path]:
     """The ``.py`` files of a project, sorted, for migrating a copy file by file."""
     return sorted(p for p in project_dir.rglob("*.py") if "__pycache__" not in p.parts)

@@ -58,12 +58,13 @@ def tfcur() -> str:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`--dist loadgroup`), one worker takes a project's tests of
-    test_tf2_e2e.py, so that the unmigrated project trains once (the module's `original`
-    is per worker process) for all the strategies it is compared under."""
+    test_tf2_e2e.py, so that the unmigrated project trains once (its `original` is per
+    worker process) for all the strategies it is compared under: the worker that takes the
+    project's tests of tests/e2e (group `e2e-<name>`), which compare with the same run."""
     for item in items:
         if item.path.name != "test_tf2_e2e.py" or Path(__file__).parent != item.path.parent:
             continue
         callspec = getattr(item, "callspec", None)
         name = callspec.params.get("name") if callspec is not None else None
         if name is not None:
-            item.add_marker(pytest.mark.xdist_group(f"tf2-{name}"))
+            item.add_marker(pytest.mark.xdist_group(f"e2e-{name}"))

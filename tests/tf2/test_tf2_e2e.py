@@ -86,7 +86,7 @@ def migrate_tree(root: Path) -> list[FileResult]:
     return results
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def migrated(
     tmp_path_factory: pytest.TempPathFactory, harness: ModuleType
 ) -> Callable[[str], Path]:
@@ -104,21 +104,19 @@ def migrated(
     return get
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def original(harness: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Any]:
-    """The unmigrated project's result on TF 2.15 (Estimator), once per module."""
-    cache: dict[str, Any] = {}
+    """The unmigrated project's result on TF 2.15 (Estimator), once per worker, the same run
+    tests/e2e compares with (`harness.original_run`)."""
 
     def get(name: str) -> Any:
-        if name not in cache:
-            harness.tf_python()  # skip (or fail) without the TF 2.15 interpreter
-            cache[name] = harness.run_named_project(name, tmp_path_factory.mktemp(f"o-{name}"))
-        return cache[name]
+        harness.tf_python()  # skip (or fail) without the TF 2.15 interpreter
+        return harness.original_run(name, tmp_path_factory)
 
     return get
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run_migrated(
     harness: ModuleType,
     tfcur: str,
@@ -214,6 +212,7 @@ def test_more_projects_train_like_the_original(
         assert result.results["num_exports"] == expected.results["num_exports"]
 
 
+@pytest.mark.xdist_group("e2e-premade_linear_regressor")
 @pytest.mark.tf
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
 def test_premade_linear_regressor_is_exact(
@@ -263,6 +262,7 @@ def _run_again(
     return data
 
 
+@pytest.mark.xdist_group("e2e-single_file_classifier")
 @pytest.mark.tf
 def test_resume_matches_the_estimator_resume(
     harness: ModuleType,
@@ -299,6 +299,7 @@ def test_resume_matches_the_estimator_resume(
     assert abs(second["metrics"]["accuracy"] - one_run["accuracy"]) <= ACCURACY_TOLERANCE
 
 
+@pytest.mark.xdist_group("e2e-premade_linear_regressor")
 @pytest.mark.tf
 def test_premade_resume_matches_the_estimator_resume(
     harness: ModuleType, tfcur: str, migrated: Callable[[str], Path], tmp_path: Path
@@ -328,6 +329,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.xdist_group("e2e-single_file_classifier")
 @pytest.mark.tf
 def test_two_workers_match_one(
     harness: ModuleType,
@@ -382,6 +384,7 @@ def test_two_workers_match_one(
     assert (tmp_path / "m0" / "ckpt-200.index").is_file()
 
 
+@pytest.mark.xdist_group("e2e-single_file_classifier")
 @pytest.mark.tf
 def test_tf1_plain_metrics_and_losses_train_like_the_original(
     harness: ModuleType,
