@@ -50,13 +50,16 @@ def original_run(
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``project_name`` over every end-to-end project, ``tpu_project_name`` over
-    those the tpu-estimator target migrates."""
+    those the tpu-estimator target migrates, ``tf2_only_project_name`` over the others."""
     projects = load_harness().PROJECTS
     if "project_name" in metafunc.fixturenames:
         metafunc.parametrize("project_name", sorted(projects))
     if "tpu_project_name" in metafunc.fixturenames:
         names = sorted(name for name, p in projects.items() if not p.tf2_only)
         metafunc.parametrize("tpu_project_name", names)
+    if "tf2_only_project_name" in metafunc.fixturenames:
+        names = sorted(name for name, p in projects.items() if p.tf2_only)
+        metafunc.parametrize("tf2_only_project_name", names)
 
 
 # `make check` migrates these two (one module; a package of several) without TensorFlow;
@@ -75,7 +78,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         callspec = getattr(item, "callspec", None)
         params = callspec.params if callspec is not None else {}
-        name = params.get("project_name") or params.get("tpu_project_name")
+        name = (
+            params.get("project_name")
+            or params.get("tpu_project_name")
+            or params.get("tf2_only_project_name")
+        )
         if name is not None:
             item.add_marker(pytest.mark.xdist_group(f"e2e-{name}"))
             slow = "migrated" in getattr(item, "fixturenames", ())

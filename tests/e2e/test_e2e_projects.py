@@ -45,7 +45,13 @@ def test_original_project_learns_the_task(
 
 @pytest.mark.tf
 def test_original_project_is_deterministic(
-    project_name: str, harness: ModuleType, original_run: Callable[[str], Any], tmp_path: Path
+    tf2_only_project_name: str,
+    harness: ModuleType,
+    original_run: Callable[[str], Any],
+    tmp_path: Path,
 ) -> None:
-    again = harness.run_named_project(project_name, tmp_path)
-    assert again.results == original_run(project_name).results
+    # Only the projects the tpu-estimator target does not migrate: for the others,
+    # test_migrated_project_trains_identically already requires a second run (the migrated
+    # program) to equal the original bit for bit, which a non-deterministic project fails.
+    again = harness.run_named_project(tf2_only_project_name, tmp_path)
+    assert again.results == original_run(tf2_only_project_name).results
