@@ -283,6 +283,37 @@ def _is_get_next(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
 
 
+def _name_uses(fn: cst.FunctionDef, name: str) -> int:
+    """How often `name` is spelled as a variable in `fn` (nested defs and lambdas
+    included), keyword names (`params=params` counts once) and attribute names aside."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal count
+            count += node.value == name
+
+    walk(fn.body, V())
+    return count
+
+
+def _same_at_ctor(fn: cst.FunctionDef, value: cst.BaseExpression) -> bool:
+    """A value in `fn` that the constructor later in `fn` computes alike: a literal, or
+    attributes of parameters `fn` never rebinds (`hparams.train_batch_size`)."""
+    if int_literal(value):
+        return True
+    parts = (dotted(value) or "").split(".")
+    return parts[0] in param_names(fn) and parts[0] not in _assigned_in(fn)
+
+
 def _assigned_in(fn: cst.FunctionDef) -> set[str]:
     """Names a function binds by assignment (its locals, nested defs aside)."""
     names: set[str] = set()
@@ -805,10 +836,14 @@ class _UseCollector(_Scoped):
         if any(a.star for a in node.args):
             return "Estimator built from *args/**kwargs; convert it by hand"
         params = call_arg(node, "params", 3)
-        if params is not None and isinstance(params.value, cst.Dict):
+        literal = params.value if params is not None else None
+        binding: tuple[str, str, cst.FunctionDef] | None = None
+        if isinstance(literal, cst.Name):
+            binding, literal = self.params_dict(node, literal.value)
+        if isinstance(literal, cst.Dict):
             reserved = sorted(
                 str(el.key.evaluated_value)
-                for el in params.value.elements
+                for el in literal.elements
                 if isinstance(el, cst.DictElement)
                 and isinstance(el.key, cst.SimpleString)
                 and el.key.evaluated_value in ("batch_size", "context")
@@ -819,6 +854,27 @@ class _UseCollector(_Scoped):
                     "TPUEstimator reserves (and the model_fn reads them, which breaks "
                     "export); rename them and their readers by hand"
                 )
+            if reserved and binding is not None:
+                scope, name, fn = binding
+                if _name_uses(fn, name) != 2:
+                    # Read elsewhere too (`steps = n // params["batch_size"]`): the key
+                    # cannot go, and TPUEstimator refuses a params that holds it.
+                    return (
+                        f"params `{name}` holds the key 'batch_size' that TPUEstimator "
+                        f"reserves, and `{name}` is used elsewhere too; remove the key "
+                        "(TPUEstimator passes params['batch_size'] to the model_fn and the "
+                        "input functions itself) and pass train/eval/predict_batch_size to "
+                        "the TPUEstimator by hand"
+                    )
+                value = next(
+                    el.value
+                    for el in literal.elements
+                    if isinstance(el, cst.DictElement)
+                    and isinstance(el.key, cst.SimpleString)
+                    and el.key.evaluated_value == "batch_size"
+                )
+                plan.params_binding = (scope, name)
+                plan.params_batch = self.code(value) if _same_at_ctor(fn, value) else None
         config = call_arg(node, "config", 2)
         if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
             return (
@@ -827,6 +883,31 @@ class _UseCollector(_Scoped):
                 "by hand"
             )
         return None
+
+    def params_dict(
+        self, node: cst.Call, name: str
+    ) -> tuple[tuple[str, str, cst.FunctionDef] | None, cst.Dict | None]:
+        """The dict literal `name` is bound to, once, in the function that builds the
+        Estimator `node` (module-level params are left to the module's other uses)."""
+        key = self.node_keys.get(id(node))
+        scope = key[1] if key is not None else ""
+        if not scope or scope not in self.src.defs:
+            return None, None
+        fn = self.src.defs[scope]
+        bound: list[cst.BaseExpression] = []
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                return inner is fn
+
+            def visit_Assign(self, assign: cst.Assign) -> None:
+                if any(name in target_names(t.target) for t in assign.targets):
+                    bound.append(assign.value)
+
+        walk(fn, V())
+        if len(bound) != 1 or not isinstance(bound[0], cst.Dict) or name in param_names(fn):
+            return None, None
+        return (scope, name, fn), bound[0]
 
     def is_run_config(self, expr: cst.BaseExpression) -> bool:
         """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""

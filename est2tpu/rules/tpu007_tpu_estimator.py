@@ -46,6 +46,11 @@ class TpuEstimator(Rule):
         for problem in problems:
             self.refuse(original_node, problem)
         call = _keyword_positionals(updated_node)
+        if plan.params_binding is not None and plan.params_batch is not None:
+            # The key leaves the dict the name holds (leave_Assign): its value, as for a
+            # literal below.
+            for mode in Mode:
+                sizes.setdefault(mode, plan.params_batch)
         if user_batch is not None:
             # The input functions already read params["batch_size"]: TPUEstimator fills it
             # from the constructor's batch sizes (the same value on CPU, per-shard on TPU).
@@ -81,6 +86,36 @@ class TpuEstimator(Rule):
             call = explode(call, self.call_depth())
         self.record(original_node, "Estimator -> TPUEstimator")
         return call
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        """`params = {"batch_size": ..., ...}` for a TPUEstimator built with `params=params`:
+        TPUEstimator refuses the reserved key, and fills it itself from its batch sizes."""
+        target = original_node.targets[0].target if len(original_node.targets) == 1 else None
+        if not isinstance(target, cst.Name) or not isinstance(updated_node.value, cst.Dict):
+            return updated_node
+        if not any(
+            key[0] == self.state.path
+            and plan.convert
+            and plan.params_binding == (self.here, target.value)
+            for key, plan in self.state.index.ctors.items()
+        ):
+            return updated_node
+        value = updated_node.value
+        kept = [
+            el
+            for el in value.elements
+            if not (
+                isinstance(el, cst.DictElement)
+                and isinstance(el.key, cst.SimpleString)
+                and el.key.evaluated_value == "batch_size"
+            )
+        ]
+        if len(kept) == len(value.elements):
+            return updated_node
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=value.elements[-1].comma)
+        self.record(original_node, "reserved params key 'batch_size' -> TPUEstimator batch sizes")
+        return updated_node.with_changes(value=value.with_changes(elements=kept))
 
 
 def _positional(call: cst.Call, index: int) -> cst.Arg | None:
