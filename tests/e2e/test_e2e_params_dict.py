@@ -1,0 +1,107 @@
+"""A user's own params["batch_size"] in a dict bound to a name, end to end.
+
+`params = {..., "batch_size": hparams.batch_size}` then `Estimator(..., params=params)`, a
+shape real trainers use (the model_fn reads other keys of the dict). TPUEstimator refuses a
+params holding the reserved key `batch_size` (ValueError at construction): TPU007 takes the
+key out of the dict and gives its value to the constructor's batch sizes, which TPUEstimator
+hands back in params["batch_size"]. On CPU the migrated program trains to exactly the
+original's metrics.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from est2tpu.api import migrate_source
+from est2tpu.ftypes import Status
+
+PROGRAM = """\
+import argparse
+import json
+
+import numpy as np
+import tensorflow as tf
+
+SEED = 7
+RNG = np.random.RandomState(SEED)
+X = RNG.normal(size=(200, 3)).astype(np.float32)
+Y = (X.sum(axis=1, keepdims=True) > 0).astype(np.float32)
+
+
+def model_fn(features, labels, mode, params):
+    hidden = tf.compat.v1.layers.dense(features, params["units"], activation=tf.nn.relu)
+    logits = tf.compat.v1.layers.dense(hidden, 1)
+    loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss)
+    optimizer = tf.compat.v1.train.GradientDescentOptimizer(params["learning_rate"])
+    train_op = optimizer.minimize(loss, tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def make_input_fn(batch_size, training):
+    def input_fn():
+        dataset = tf.data.Dataset.from_tensor_slices((X, Y))
+        if training:
+            dataset = dataset.shuffle(200, seed=SEED).repeat()
+        return dataset.batch(batch_size)
+
+    return input_fn
+
+
+def run(hparams):
+    params = {"units": 8, "learning_rate": 0.1, "batch_size": hparams.batch_size}
+    estimator = tf.estimator.Estimator(
+        model_fn,
+        model_dir=hparams.model_dir,
+        config=tf.estimator.RunConfig(tf_random_seed=SEED),
+        params=params,
+    )
+    estimator.train(make_input_fn(hparams.batch_size, True), steps=40)
+    return estimator.evaluate(make_input_fn(hparams.batch_size, False), steps=3)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--results", required=True)
+    parser.add_argument("--batch_size", type=int, default=24)
+    args = parser.parse_args()
+    tf.keras.utils.set_random_seed(SEED)
+    metrics = run(args)
+    with open(args.results, "w") as f:
+        json.dump({"metrics": {k: float(v) for k, v in metrics.items()},
+                   "loss": float(metrics["loss"]), "predictions": []}, f)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _migrated() -> str:
+    result = migrate_source(PROGRAM, path="train.py")
+    assert [f.render() for f in result.findings] == []
+    assert result.new_text is not None
+    return result.new_text
+
+
+def test_the_reserved_key_leaves_the_dict_for_the_constructor() -> None:
+    migrated = _migrated()
+    assert '"batch_size"' not in migrated.split("def run(")[1].split("estimator =")[0]
+    for mode in ("train", "eval", "predict"):
+        assert f"{mode}_batch_size=hparams.batch_size" in migrated
+    again = migrate_source(migrated, path="train.py")
+    assert again.status is Status.UNCHANGED, again.new_text
+    assert again.findings == []
+
+
+@pytest.mark.tf
+def test_params_dict_program_trains_like_the_original(harness: ModuleType, tmp_path: Path) -> None:
+    migrated = _migrated()
+    runs = harness.run_programs({"original": PROGRAM, "migrated": migrated}, tmp_path)
+    assert runs["migrated"].metrics == runs["original"].metrics
+    assert runs["migrated"].metrics["global_step"] == 40
