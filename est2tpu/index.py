@@ -104,6 +104,9 @@ class CtorPlan:
     # whose key goes, and the key's value where it is valid at the constructor
     params_binding: tuple[str, str] | None = None
     params_batch: str | None = None
+    # `params=<name>` whose dict may hold "batch_size" and stays as it is (read elsewhere, or
+    # all the flags): the TPUEstimator gets a copy without the key
+    params_copy: str | None = None
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:

@@ -5,6 +5,7 @@ and the calls that use them."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 from typing import TypeVar
@@ -281,6 +282,10 @@ def _names_in(code: str) -> set[str]:
 
 def _is_get_next(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
+
+
+# a flag or command-line argument named batch_size (absl's DEFINE_*, argparse's add_argument)
+_BATCH_SIZE_FLAG = re.compile(r"""\(\s*(["'])(--)?batch_size\1""")
 
 
 def _name_uses(fn: cst.FunctionDef, name: str) -> int:
@@ -840,6 +845,15 @@ class _UseCollector(_Scoped):
         binding: tuple[str, str, cst.FunctionDef] | None = None
         if isinstance(literal, cst.Name):
             binding, literal = self.params_dict(node, literal.value)
+        if isinstance(literal, cst.Call) and binding is not None:
+            # `params = FLAGS.flag_values_dict()` / `vars(args)`, with a batch_size flag
+            if plan.model_fn_reads_batch_size:
+                return (
+                    f"params `{binding[1]}` holds every flag, 'batch_size' among them, a key "
+                    "TPUEstimator reserves (and the model_fn reads it, which breaks export); "
+                    "rename it and its readers by hand"
+                )
+            plan.params_copy = binding[1]
         if isinstance(literal, cst.Dict):
             reserved = sorted(
                 str(el.key.evaluated_value)
@@ -857,24 +871,21 @@ class _UseCollector(_Scoped):
             if reserved and binding is not None:
                 scope, name, fn = binding
                 if _name_uses(fn, name) != 2:
-                    # Read elsewhere too (`steps = n // params["batch_size"]`): the key
-                    # cannot go, and TPUEstimator refuses a params that holds it.
-                    return (
-                        f"params `{name}` holds the key 'batch_size' that TPUEstimator "
-                        f"reserves, and `{name}` is used elsewhere too; remove the key "
-                        "(TPUEstimator passes params['batch_size'] to the model_fn and the "
-                        "input functions itself) and pass train/eval/predict_batch_size to "
-                        "the TPUEstimator by hand"
+                    # Read elsewhere too (`steps = n // params["batch_size"]`): the dict
+                    # keeps its key, and the TPUEstimator gets a copy without it, made
+                    # where the Estimator copied the dict it was given.
+                    plan.params_copy = name
+                    plan.params_batch = f'{name}["batch_size"]'
+                else:
+                    value = next(
+                        el.value
+                        for el in literal.elements
+                        if isinstance(el, cst.DictElement)
+                        and isinstance(el.key, cst.SimpleString)
+                        and el.key.evaluated_value == "batch_size"
                     )
-                value = next(
-                    el.value
-                    for el in literal.elements
-                    if isinstance(el, cst.DictElement)
-                    and isinstance(el.key, cst.SimpleString)
-                    and el.key.evaluated_value == "batch_size"
-                )
-                plan.params_binding = (scope, name)
-                plan.params_batch = self.code(value) if _same_at_ctor(fn, value) else None
+                    plan.params_binding = (scope, name)
+                    plan.params_batch = self.code(value) if _same_at_ctor(fn, value) else None
         config = call_arg(node, "config", 2)
         if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
             return (
@@ -886,9 +897,11 @@ class _UseCollector(_Scoped):
 
     def params_dict(
         self, node: cst.Call, name: str
-    ) -> tuple[tuple[str, str, cst.FunctionDef] | None, cst.Dict | None]:
-        """The dict literal `name` is bound to, once, in the function that builds the
-        Estimator `node` (module-level params are left to the module's other uses)."""
+    ) -> tuple[tuple[str, str, cst.FunctionDef] | None, cst.Dict | cst.Call | None]:
+        """What `name` is bound to, once, in the function that builds the Estimator `node`:
+        a dict literal, or a dict of the program's flags (`FLAGS.flag_values_dict()`,
+        `vars(args)`) when the module defines a batch_size flag (module-level params are
+        left to the module's other uses)."""
         key = self.node_keys.get(id(node))
         scope = key[1] if key is not None else ""
         if not scope or scope not in self.src.defs:
@@ -905,9 +918,26 @@ class _UseCollector(_Scoped):
                     bound.append(assign.value)
 
         walk(fn, V())
-        if len(bound) != 1 or not isinstance(bound[0], cst.Dict) or name in param_names(fn):
+        if len(bound) != 1 or name in param_names(fn):
             return None, None
-        return (scope, name, fn), bound[0]
+        value = bound[0]
+        if isinstance(value, cst.Dict):
+            return (scope, name, fn), value
+        flags = isinstance(value, cst.Call) and (
+            (
+                not value.args
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "flag_values_dict"
+            )
+            or (
+                dotted(value.func) == "vars"
+                and len(value.args) == 1
+                and "vars" not in self.src.imports.bindings
+            )
+        )
+        if isinstance(value, cst.Call) and flags and _BATCH_SIZE_FLAG.search(self.src.text):
+            return (scope, name, fn), value
+        return None, None
 
     def is_run_config(self, expr: cst.BaseExpression) -> bool:
         """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""

@@ -46,9 +46,17 @@ class TpuEstimator(Rule):
         for problem in problems:
             self.refuse(original_node, problem)
         call = _keyword_positionals(updated_node)
-        if plan.params_binding is not None and plan.params_batch is not None:
-            # The key leaves the dict the name holds (leave_Assign): its value, as for a
-            # literal below.
+        if plan.params_copy is not None:
+            call = _with_params(
+                call,
+                cst.parse_expression(
+                    f"{{key: value for key, value in {plan.params_copy}.items() "
+                    'if key != "batch_size"}'
+                ),
+            )
+        if plan.params_batch is not None:
+            # The key leaves the dict the name holds (leave_Assign), or the copy the
+            # TPUEstimator gets: its value, as for a literal below.
             for mode in Mode:
                 sizes.setdefault(mode, plan.params_batch)
         if user_batch is not None:
@@ -140,6 +148,13 @@ def _keyword_positionals(call: cst.Call) -> cst.Call:
             position += 1
         args.append(arg)
     return call.with_changes(args=args)
+
+
+def _with_params(call: cst.Call, value: cst.BaseExpression) -> cst.Call:
+    params = kwarg(call, "params") or _positional(call, 3)
+    return call.with_changes(
+        args=[a.with_changes(value=value) if a is params else a for a in call.args]
+    )
 
 
 def _without_params_key(call: cst.Call, element: cst.DictElement) -> cst.Call:

@@ -53,14 +53,14 @@ def make_input_fn(batch_size, training):
 
 
 def run(hparams):
-    params = {"units": 8, "learning_rate": 0.1, "batch_size": hparams.batch_size}
+PARAMS
     estimator = tf.estimator.Estimator(
         model_fn,
         model_dir=hparams.model_dir,
         config=tf.estimator.RunConfig(tf_random_seed=SEED),
         params=params,
     )
-    estimator.train(make_input_fn(hparams.batch_size, True), steps=40)
+    estimator.train(make_input_fn(hparams.batch_size, True), steps=STEPS)
     return estimator.evaluate(make_input_fn(hparams.batch_size, False), steps=3)
 
 
@@ -69,6 +69,8 @@ def main():
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--results", required=True)
     parser.add_argument("--batch_size", type=int, default=24)
+    parser.add_argument("--units", type=int, default=8)
+    parser.add_argument("--learning_rate", type=float, default=0.1)
     args = parser.parse_args()
     tf.keras.utils.set_random_seed(SEED)
     metrics = run(args)
@@ -82,15 +84,29 @@ if __name__ == "__main__":
 """
 
 
-def _migrated() -> str:
-    result = migrate_source(PROGRAM, path="train.py")
+# `params` holds the batch size for the Estimator's sake only: the key leaves the literal.
+LITERAL = (
+    '    params = {"units": 8, "learning_rate": 0.1, "batch_size": hparams.batch_size}',
+    "40",
+)
+# Every argument, batch_size among them, and the steps read it too: the dict keeps the key,
+# the TPUEstimator gets a copy without it.
+ALL_ARGS = ("    params = vars(hparams)", '960 // params["batch_size"]')
+
+
+def _program(variant: tuple[str, str]) -> str:
+    return PROGRAM.replace("PARAMS", variant[0]).replace("STEPS", variant[1])
+
+
+def _migrated(variant: tuple[str, str]) -> str:
+    result = migrate_source(_program(variant), path="train.py")
     assert [f.render() for f in result.findings] == []
     assert result.new_text is not None
     return result.new_text
 
 
 def test_the_reserved_key_leaves_the_dict_for_the_constructor() -> None:
-    migrated = _migrated()
+    migrated = _migrated(LITERAL)
     assert '"batch_size"' not in migrated.split("def run(")[1].split("estimator =")[0]
     for mode in ("train", "eval", "predict"):
         assert f"{mode}_batch_size=hparams.batch_size" in migrated
@@ -99,9 +115,22 @@ def test_the_reserved_key_leaves_the_dict_for_the_constructor() -> None:
     assert again.findings == []
 
 
+def test_a_dict_of_all_arguments_reaches_the_tpu_estimator_without_the_key() -> None:
+    migrated = _migrated(ALL_ARGS)
+    assert "params = vars(hparams)" in migrated
+    assert 'params={key: value for key, value in params.items() if key != "batch_size"}' in migrated
+    again = migrate_source(migrated, path="train.py")
+    assert again.status is Status.UNCHANGED, again.new_text
+    assert again.findings == []
+
+
 @pytest.mark.tf
-def test_params_dict_program_trains_like_the_original(harness: ModuleType, tmp_path: Path) -> None:
-    migrated = _migrated()
-    runs = harness.run_programs({"original": PROGRAM, "migrated": migrated}, tmp_path)
+@pytest.mark.parametrize("variant", [LITERAL, ALL_ARGS], ids=["literal", "all_args"])
+def test_params_dict_program_trains_like_the_original(
+    harness: ModuleType, tmp_path: Path, variant: tuple[str, str]
+) -> None:
+    runs = harness.run_programs(
+        {"original": _program(variant), "migrated": _migrated(variant)}, tmp_path
+    )
     assert runs["migrated"].metrics == runs["original"].metrics
     assert runs["migrated"].metrics["global_step"] == 40
