@@ -288,9 +288,10 @@ def _is_get_next(call: cst.Call) -> bool:
 _BATCH_SIZE_FLAG = re.compile(r"""\(\s*(["'])(--)?batch_size\1""")
 
 
-def _name_uses(fn: cst.FunctionDef, name: str) -> int:
+def _name_uses(fn: cst.FunctionDef | cst.Module, name: str) -> int:
     """How often `name` is spelled as a variable in `fn` (nested defs and lambdas
-    included), keyword names (`params=params` counts once) and attribute names aside."""
+    included, in a module every def's parameters too), keyword names (`params=params`
+    counts once) and attribute names aside."""
     count = 0
 
     class V(cst.CSTVisitor):
@@ -306,15 +307,17 @@ def _name_uses(fn: cst.FunctionDef, name: str) -> int:
             nonlocal count
             count += node.value == name
 
-    walk(fn.body, V())
+    walk(fn.body if isinstance(fn, cst.FunctionDef) else fn, V())
     return count
 
 
-def _same_at_ctor(fn: cst.FunctionDef, value: cst.BaseExpression) -> bool:
+def _same_at_ctor(fn: cst.FunctionDef | cst.Module, value: cst.BaseExpression) -> bool:
     """A value in `fn` that the constructor later in `fn` computes alike: a literal, or
     attributes of parameters `fn` never rebinds (`hparams.train_batch_size`)."""
     if int_literal(value):
         return True
+    if isinstance(fn, cst.Module):
+        return False
     parts = (dotted(value) or "").split(".")
     return parts[0] in param_names(fn) and parts[0] not in _assigned_in(fn)
 
@@ -842,7 +845,7 @@ class _UseCollector(_Scoped):
             return "Estimator built from *args/**kwargs; convert it by hand"
         params = call_arg(node, "params", 3)
         literal = params.value if params is not None else None
-        binding: tuple[str, str, cst.FunctionDef] | None = None
+        binding: tuple[str, str, cst.FunctionDef | cst.Module] | None = None
         if isinstance(literal, cst.Name):
             binding, literal = self.params_dict(node, literal.value)
         if isinstance(literal, cst.Call) and binding is not None:
@@ -870,22 +873,22 @@ class _UseCollector(_Scoped):
                 )
             if reserved and binding is not None:
                 scope, name, fn = binding
-                if _name_uses(fn, name) != 2:
+                value = next(
+                    el.value
+                    for el in literal.elements
+                    if isinstance(el, cst.DictElement)
+                    and isinstance(el.key, cst.SimpleString)
+                    and el.key.evaluated_value == "batch_size"
+                )
+                if _name_uses(fn, name) == 2 and _same_at_ctor(fn, value):
+                    plan.params_binding = (scope, name)
+                    plan.params_batch = self.code(value)
+                else:
                     # Read elsewhere too (`steps = n // params["batch_size"]`): the dict
                     # keeps its key, and the TPUEstimator gets a copy without it, made
                     # where the Estimator copied the dict it was given.
                     plan.params_copy = name
                     plan.params_batch = f'{name}["batch_size"]'
-                else:
-                    value = next(
-                        el.value
-                        for el in literal.elements
-                        if isinstance(el, cst.DictElement)
-                        and isinstance(el.key, cst.SimpleString)
-                        and el.key.evaluated_value == "batch_size"
-                    )
-                    plan.params_binding = (scope, name)
-                    plan.params_batch = self.code(value) if _same_at_ctor(fn, value) else None
         config = call_arg(node, "config", 2)
         if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
             return (
@@ -897,28 +900,35 @@ class _UseCollector(_Scoped):
 
     def params_dict(
         self, node: cst.Call, name: str
-    ) -> tuple[tuple[str, str, cst.FunctionDef] | None, cst.Dict | cst.Call | None]:
+    ) -> tuple[tuple[str, str, cst.FunctionDef | cst.Module] | None, cst.Dict | cst.Call | None]:
         """What `name` is bound to, once, in the function that builds the Estimator `node`:
         a dict literal, or a dict of the program's flags (`FLAGS.flag_values_dict()`,
         `vars(args)`) when the module defines a batch_size flag (module-level params are
         left to the module's other uses)."""
         key = self.node_keys.get(id(node))
         scope = key[1] if key is not None else ""
-        if not scope or scope not in self.src.defs:
+        fn: cst.FunctionDef | cst.Module
+        if scope in self.src.defs:
+            fn = self.src.defs[scope]
+        elif not scope and self.src.module_assigns.get(name) == 1:
+            fn = self.src.module  # a script's or a notebook's params, bound once
+        else:
             return None, None
-        fn = self.src.defs[scope]
         bound: list[cst.BaseExpression] = []
 
         class V(cst.CSTVisitor):
             def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
                 return inner is fn
 
+            def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
+                return False
+
             def visit_Assign(self, assign: cst.Assign) -> None:
                 if any(name in target_names(t.target) for t in assign.targets):
                     bound.append(assign.value)
 
         walk(fn, V())
-        if len(bound) != 1 or name in param_names(fn):
+        if len(bound) != 1 or (isinstance(fn, cst.FunctionDef) and name in param_names(fn)):
             return None, None
         value = bound[0]
         if isinstance(value, cst.Dict):

@@ -52,6 +52,11 @@ def make_input_fn(batch_size, training):
     return input_fn
 
 
+def shuffled_batches(params):
+    dataset = tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(params["buffer"], seed=SEED)
+    return dataset.repeat().batch(params["batch_size"])
+
+
 def run(hparams):
 PARAMS
     estimator = tf.estimator.Estimator(
@@ -60,7 +65,7 @@ PARAMS
         config=tf.estimator.RunConfig(tf_random_seed=SEED),
         params=params,
     )
-    estimator.train(make_input_fn(hparams.batch_size, True), steps=STEPS)
+    estimator.train(TRAIN_INPUT, steps=STEPS)
     return estimator.evaluate(make_input_fn(hparams.batch_size, False), steps=3)
 
 
@@ -84,21 +89,40 @@ if __name__ == "__main__":
 """
 
 
+# (params line, training input, training steps)
+Variant = tuple[str, str, str]
 # `params` holds the batch size for the Estimator's sake only: the key leaves the literal.
-LITERAL = (
+LITERAL: Variant = (
     '    params = {"units": 8, "learning_rate": 0.1, "batch_size": hparams.batch_size}',
+    "make_input_fn(hparams.batch_size, True)",
     "40",
 )
 # Every argument, batch_size among them, and the steps read it too: the dict keeps the key,
 # the TPUEstimator gets a copy without it.
-ALL_ARGS = ("    params = vars(hparams)", '960 // params["batch_size"]')
+ALL_ARGS: Variant = (
+    "    params = vars(hparams)",
+    "make_input_fn(hparams.batch_size, True)",
+    '960 // params["batch_size"]',
+)
+# The training input hands the dict to a helper that batches by its "batch_size": migrated,
+# the lambda hands on the TPUEstimator's params (the same keys, and its batch size).
+HELPER: Variant = (
+    (
+        '    params = {"units": 8, "learning_rate": 0.1, "batch_size": hparams.batch_size,'
+        ' "buffer": 200}'
+    ),
+    "lambda: shuffled_batches(params)",
+    "40",
+)
 
 
-def _program(variant: tuple[str, str]) -> str:
-    return PROGRAM.replace("PARAMS", variant[0]).replace("STEPS", variant[1])
+def _program(variant: Variant) -> str:
+    params, train_input, steps = variant
+    text = PROGRAM.replace("PARAMS", params).replace("TRAIN_INPUT", train_input)
+    return text.replace("STEPS", steps)
 
 
-def _migrated(variant: tuple[str, str]) -> str:
+def _migrated(variant: Variant) -> str:
     result = migrate_source(_program(variant), path="train.py")
     assert [f.render() for f in result.findings] == []
     assert result.new_text is not None
@@ -124,10 +148,21 @@ def test_a_dict_of_all_arguments_reaches_the_tpu_estimator_without_the_key() -> 
     assert again.findings == []
 
 
+def test_a_helper_batching_by_the_estimators_params_gets_the_tpu_estimators() -> None:
+    migrated = _migrated(HELPER)
+    assert "lambda params: shuffled_batches(params)" in migrated
+    assert 'train_batch_size=params["batch_size"]' in migrated
+    again = migrate_source(migrated, path="train.py")
+    assert again.status is Status.UNCHANGED, again.new_text
+    assert again.findings == []
+
+
 @pytest.mark.tf
-@pytest.mark.parametrize("variant", [LITERAL, ALL_ARGS], ids=["literal", "all_args"])
+@pytest.mark.parametrize(
+    "variant", [LITERAL, ALL_ARGS, HELPER], ids=["literal", "all_args", "helper"]
+)
 def test_params_dict_program_trains_like_the_original(
-    harness: ModuleType, tmp_path: Path, variant: tuple[str, str]
+    harness: ModuleType, tmp_path: Path, variant: Variant
 ) -> None:
     runs = harness.run_programs(
         {"original": _program(variant), "migrated": _migrated(variant)}, tmp_path
