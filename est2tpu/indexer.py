@@ -901,10 +901,10 @@ class _UseCollector(_Scoped):
     def params_dict(
         self, node: cst.Call, name: str
     ) -> tuple[tuple[str, str, cst.FunctionDef | cst.Module] | None, cst.Dict | cst.Call | None]:
-        """What `name` is bound to, once, in the function that builds the Estimator `node`:
-        a dict literal, or a dict of the program's flags (`FLAGS.flag_values_dict()`,
-        `vars(args)`) when the module defines a batch_size flag (module-level params are
-        left to the module's other uses)."""
+        """What `name` is bound to, once, where the Estimator `node` is built (its function,
+        or the module): a dict literal, or a dict of the program's flags
+        (`FLAGS.flag_values_dict()`, `vars(args)`) when the module defines a batch_size
+        flag. Not when anything else binds the name or takes keys out of the dict."""
         key = self.node_keys.get(id(node))
         scope = key[1] if key is not None else ""
         fn: cst.FunctionDef | cst.Module
@@ -926,6 +926,40 @@ class _UseCollector(_Scoped):
             def visit_Assign(self, assign: cst.Assign) -> None:
                 if any(name in target_names(t.target) for t in assign.targets):
                     bound.append(assign.value)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.value)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.annotation.annotation)
+
+            def visit_For(self, node: cst.For) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.iter)
+
+            def visit_AsName(self, node: cst.AsName) -> None:
+                if name in target_names(node.name):
+                    bound.append(node.name)
+
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.value)
+
+            def visit_Del(self, node: cst.Del) -> None:
+                if name in {n.value for n in names_read(node.target)}:
+                    bound.append(node.target)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if (
+                    isinstance(func, cst.Attribute)
+                    and isinstance(func.value, cst.Name)
+                    and func.value.value == name
+                    and func.attr.value in ("pop", "popitem", "clear", "update")
+                ):
+                    bound.append(node)
 
         walk(fn, V())
         if len(bound) != 1 or (isinstance(fn, cst.FunctionDef) and name in param_names(fn)):
