@@ -99,6 +99,14 @@ class CtorPlan:
     tpu_batch_sizes: dict[Mode, str] = field(default_factory=dict)  # an existing TPUEstimator's
     # modes an existing TPUEstimator never runs on a TPU (use_tpu=False, eval_on_tpu=False)
     off_tpu: set[Mode] = field(default_factory=set)
+    # `params=<name>`, the name bound once, in the constructor's function, to a dict literal
+    # with the reserved key "batch_size" and used nowhere else: (scope, name) of the binding,
+    # whose key goes, and the key's value where it is valid at the constructor
+    params_binding: tuple[str, str] | None = None
+    params_batch: str | None = None
+    # `params=<name>` whose dict may hold "batch_size" and stays as it is (read elsewhere, or
+    # all the flags): the TPUEstimator gets a copy without the key
+    params_copy: str | None = None
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:

@@ -5,6 +5,7 @@ and the calls that use them."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePath
 from typing import TypeVar
@@ -282,6 +283,44 @@ def _names_in(code: str) -> set[str]:
 
 def _is_get_next(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_next"
+
+
+# a flag or command-line argument named batch_size (absl's DEFINE_*, argparse's add_argument)
+_BATCH_SIZE_FLAG = re.compile(r"""\(\s*(["'])(--)?batch_size\1""")
+
+
+def _name_uses(fn: cst.FunctionDef | cst.Module, name: str) -> int:
+    """How often `name` is spelled as a variable in `fn` (nested defs and lambdas
+    included, in a module every def's parameters too), keyword names (`params=params`
+    counts once) and attribute names aside."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            walk(node.value, self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal count
+            count += node.value == name
+
+    walk(fn.body if isinstance(fn, cst.FunctionDef) else fn, V())
+    return count
+
+
+def _same_at_ctor(fn: cst.FunctionDef | cst.Module, value: cst.BaseExpression) -> bool:
+    """A value in `fn` that the constructor later in `fn` computes alike: a literal, or
+    attributes of parameters `fn` never rebinds (`hparams.train_batch_size`)."""
+    if int_literal(value):
+        return True
+    if isinstance(fn, cst.Module):
+        return False
+    parts = (dotted(value) or "").split(".")
+    return parts[0] in param_names(fn) and parts[0] not in _assigned_in(fn)
 
 
 def _assigned_in(fn: cst.FunctionDef) -> set[str]:
@@ -838,10 +877,23 @@ class _UseCollector(_Scoped):
         if any(a.star for a in node.args):
             return "Estimator built from *args/**kwargs; convert it by hand"
         params = call_arg(node, "params", 3)
-        if params is not None and isinstance(params.value, cst.Dict):
+        literal = params.value if params is not None else None
+        binding: tuple[str, str, cst.FunctionDef | cst.Module] | None = None
+        if isinstance(literal, cst.Name):
+            binding, literal = self.params_dict(node, literal.value)
+        if isinstance(literal, cst.Call) and binding is not None:
+            # `params = FLAGS.flag_values_dict()` / `vars(args)`, with a batch_size flag
+            if plan.model_fn_reads_batch_size:
+                return (
+                    f"params `{binding[1]}` holds every flag, 'batch_size' among them, a key "
+                    "TPUEstimator reserves (and the model_fn reads it, which breaks export); "
+                    "rename it and its readers by hand"
+                )
+            plan.params_copy = binding[1]
+        if isinstance(literal, cst.Dict):
             reserved = sorted(
                 str(el.key.evaluated_value)
-                for el in params.value.elements
+                for el in literal.elements
                 if isinstance(el, cst.DictElement)
                 and isinstance(el.key, cst.SimpleString)
                 and el.key.evaluated_value in ("batch_size", "context")
@@ -852,6 +904,24 @@ class _UseCollector(_Scoped):
                     "TPUEstimator reserves (and the model_fn reads them, which breaks "
                     "export); rename them and their readers by hand"
                 )
+            if reserved and binding is not None:
+                scope, name, fn = binding
+                value = next(
+                    el.value
+                    for el in literal.elements
+                    if isinstance(el, cst.DictElement)
+                    and isinstance(el.key, cst.SimpleString)
+                    and el.key.evaluated_value == "batch_size"
+                )
+                if _name_uses(fn, name) == 2 and _same_at_ctor(fn, value):
+                    plan.params_binding = (scope, name)
+                    plan.params_batch = self.code(value)
+                else:
+                    # Read elsewhere too (`steps = n // params["batch_size"]`): the dict
+                    # keeps its key, and the TPUEstimator gets a copy without it, made
+                    # where the Estimator copied the dict it was given.
+                    plan.params_copy = name
+                    plan.params_batch = f'{name}["batch_size"]'
         config = call_arg(node, "config", 2)
         if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
             return (
@@ -860,6 +930,91 @@ class _UseCollector(_Scoped):
                 "by hand"
             )
         return None
+
+    def params_dict(
+        self, node: cst.Call, name: str
+    ) -> tuple[tuple[str, str, cst.FunctionDef | cst.Module] | None, cst.Dict | cst.Call | None]:
+        """What `name` is bound to, once, where the Estimator `node` is built (its function,
+        or the module): a dict literal, or a dict of the program's flags
+        (`FLAGS.flag_values_dict()`, `vars(args)`) when the module defines a batch_size
+        flag. Not when anything else binds the name or takes keys out of the dict."""
+        key = self.node_keys.get(id(node))
+        scope = key[1] if key is not None else ""
+        fn: cst.FunctionDef | cst.Module
+        if scope in self.src.defs:
+            fn = self.src.defs[scope]
+        elif not scope and self.src.module_assigns.get(name) == 1:
+            fn = self.src.module  # a script's or a notebook's params, bound once
+        else:
+            return None, None
+        bound: list[cst.BaseExpression] = []
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                return inner is fn
+
+            def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Assign(self, assign: cst.Assign) -> None:
+                if any(name in target_names(t.target) for t in assign.targets):
+                    bound.append(assign.value)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.value)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.annotation.annotation)
+
+            def visit_For(self, node: cst.For) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.iter)
+
+            def visit_AsName(self, node: cst.AsName) -> None:
+                if name in target_names(node.name):
+                    bound.append(node.name)
+
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                if name in target_names(node.target):
+                    bound.append(node.value)
+
+            def visit_Del(self, node: cst.Del) -> None:
+                if name in {n.value for n in names_read(node.target)}:
+                    bound.append(node.target)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if (
+                    isinstance(func, cst.Attribute)
+                    and isinstance(func.value, cst.Name)
+                    and func.value.value == name
+                    and func.attr.value in ("pop", "popitem", "clear", "update")
+                ):
+                    bound.append(node)
+
+        walk(fn, V())
+        if len(bound) != 1 or (isinstance(fn, cst.FunctionDef) and name in param_names(fn)):
+            return None, None
+        value = bound[0]
+        if isinstance(value, cst.Dict):
+            return (scope, name, fn), value
+        flags = isinstance(value, cst.Call) and (
+            (
+                not value.args
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "flag_values_dict"
+            )
+            or (
+                dotted(value.func) == "vars"
+                and len(value.args) == 1
+                and "vars" not in self.src.imports.bindings
+            )
+        )
+        if isinstance(value, cst.Call) and flags and _BATCH_SIZE_FLAG.search(self.src.text):
+            return (scope, name, fn), value
+        return None, None
 
     def is_run_config(self, expr: cst.BaseExpression) -> bool:
         """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""

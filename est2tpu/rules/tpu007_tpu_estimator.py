@@ -48,13 +48,31 @@ class TpuEstimator(Rule):
         for problem in problems:
             self.refuse(original_node, problem)
         call = _keyword_positionals(updated_node)
+        if plan.params_copy is not None:
+            call = _with_params(
+                call,
+                cst.parse_expression(
+                    f"{{key: value for key, value in {plan.params_copy}.items() "
+                    'if key != "batch_size"}'
+                ),
+            )
+        if plan.params_batch is not None:
+            # The key leaves the dict the name holds (leave_Assign), or the copy the
+            # TPUEstimator gets: its value, as for a literal below.
+            for mode in Mode:
+                sizes.setdefault(mode, plan.params_batch)
         if user_batch is not None:
             # The input functions already read params["batch_size"]: TPUEstimator fills it
             # from the constructor's batch sizes (the same value on CPU, per-shard on TPU).
             call = _without_params_key(call, user_batch)
             for mode in Mode:
                 sizes.setdefault(mode, node_code(user_batch.value))
-        held = _batch_size_held_by(params_arg, sizes.values())
+        # A dict bound to a name has lost its key already (params_batch / params_copy).
+        held = (
+            None
+            if plan.params_copy is not None or plan.params_batch is not None
+            else _batch_size_held_by(params_arg, sizes.values())
+        )
         if held is not None and params_arg is not None:
             # `Estimator(params=hparams)` and `hparams["batch_size"]` as the batch size:
             # TPUEstimator refuses params holding its reserved key, and fills it itself.
@@ -113,6 +131,36 @@ class TpuEstimator(Rule):
         self.record(original_node, "Estimator -> TPUEstimator")
         return call
 
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        """`params = {"batch_size": ..., ...}` for a TPUEstimator built with `params=params`:
+        TPUEstimator refuses the reserved key, and fills it itself from its batch sizes."""
+        target = original_node.targets[0].target if len(original_node.targets) == 1 else None
+        if not isinstance(target, cst.Name) or not isinstance(updated_node.value, cst.Dict):
+            return updated_node
+        if not any(
+            key[0] == self.state.path
+            and plan.convert
+            and plan.params_binding == (self.here, target.value)
+            for key, plan in self.state.index.ctors.items()
+        ):
+            return updated_node
+        value = updated_node.value
+        kept = [
+            el
+            for el in value.elements
+            if not (
+                isinstance(el, cst.DictElement)
+                and isinstance(el.key, cst.SimpleString)
+                and el.key.evaluated_value == "batch_size"
+            )
+        ]
+        if len(kept) == len(value.elements):
+            return updated_node
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=value.elements[-1].comma)
+        self.record(original_node, "reserved params key 'batch_size' -> TPUEstimator batch sizes")
+        return updated_node.with_changes(value=value.with_changes(elements=kept))
+
 
 def _batch_size_held_by(params: cst.Arg | None, sizes: Iterable[str]) -> str | None:
     """How a batch size reads `batch_size` of the very name passed as params: "subscript"
@@ -164,6 +212,13 @@ def _keyword_positionals(call: cst.Call) -> cst.Call:
             position += 1
         args.append(arg)
     return call.with_changes(args=args)
+
+
+def _with_params(call: cst.Call, value: cst.BaseExpression) -> cst.Call:
+    params = kwarg(call, "params") or _positional(call, 3)
+    return call.with_changes(
+        args=[a.with_changes(value=value) if a is params else a for a in call.args]
+    )
 
 
 def _without_params_key(call: cst.Call, element: cst.DictElement) -> cst.Call:
