@@ -5,7 +5,15 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
-from est2tpu.cstutil import descendants, iter_calls, target_names, with_kwarg
+from est2tpu.cstutil import (
+    descendants,
+    explode,
+    is_multiline,
+    iter_calls,
+    target_names,
+    too_long,
+    with_kwarg,
+)
 from est2tpu.cstutil import kwarg as cst_kwarg
 from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
@@ -716,7 +724,10 @@ class EstimatorFacade(Rule):
                 f"tf.{canonical} given to a premade estimator -> "
                 f"tf.keras.optimizers.legacy.{plan.keras} (the same update)",
             )
-            return self._keras_optimizer(updated_node, plan, f"{alias}")
+            new = self._keras_optimizer(updated_node, plan, f"{alias}")
+            if not is_multiline(original_node) and too_long(new):
+                new = explode(new, self.call_depth())
+            return new
         if (
             id(original_node) in self.v1_premades
             and cst_kwarg(original_node, "loss_reduction") is None
@@ -731,6 +742,8 @@ class EstimatorFacade(Rule):
                 "loss_reduction",
                 cst.parse_expression(f"{alias}.keras.losses.Reduction.SUM"),
             )
+            if not is_multiline(original_node) and too_long(updated_node):
+                updated_node = explode(updated_node, self.call_depth())
         if id(original_node) in self.keras_sgd:
             alias = self.state.imports.alias_for("tensorflow")
             self.record(
@@ -1017,6 +1030,11 @@ class EstimatorFacade(Rule):
         tf1 = [c for c in values if self.tf_name(c.func) in (*TF1_OPTIMIZERS, *TF1_NO_KERAS)]
         if not tf1:
             return None
+        if isinstance(scope, cst.Module) and not self.state.path.endswith(".ipynb"):
+            return (
+                f"`{name}` (a module-level name: another module may import it and use it "
+                "as a TF1 optimizer; bind it in a function, or write the call here)"
+            )
         if other or len(tf1) != len(values):
             return (
                 f"`{name}` (bound to a TF1 optimizer and to something else, or in a nested "
@@ -1062,11 +1080,7 @@ class EstimatorFacade(Rule):
         if name in params and (kill is None or statement[id(value)] <= kill):
             return f"`{name}` (a parameter that may reach the estimator unchanged)"
         for node in nodes:
-            if (
-                isinstance(node, cst.Name)
-                and node.value == name
-                and id(node) not in skip
-            ):
+            if isinstance(node, cst.Name) and node.value == name and id(node) not in skip:
                 if id(node) in nested:
                     return f"`{name}` (also used in a nested function)"
                 before = kill is not None and statement.get(id(node), kill) < kill
