@@ -724,10 +724,10 @@ class EstimatorFacade(Rule):
                 f"tf.{canonical} given to a premade estimator -> "
                 f"tf.keras.optimizers.legacy.{plan.keras} (the same update)",
             )
-            new = self._keras_optimizer(updated_node, plan, f"{alias}")
-            if not is_multiline(original_node) and too_long(new):
-                new = explode(new, self.call_depth())
-            return new
+            keras_call = self._keras_optimizer(updated_node, plan, f"{alias}")
+            if not is_multiline(original_node) and too_long(keras_call):
+                keras_call = explode(keras_call, self.call_depth())
+            return keras_call
         if (
             id(original_node) in self.v1_premades
             and cst_kwarg(original_node, "loss_reduction") is None
@@ -956,7 +956,10 @@ class EstimatorFacade(Rule):
             )
         reduction = args.get("loss_reduction")
         if reduction is not None and not self._exact_reduction(reduction):
-            bad.append("loss_reduction (only tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM)")
+            bad.append(
+                "loss_reduction (only tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM, written "
+                "here or the only value of a name in the module)"
+            )
         dnn = short.startswith("DNN")
         kinds = self.column_kinds(DNN_EXACT_COLUMNS if dnn else EXACT_COLUMNS)
         if kinds:
@@ -1155,12 +1158,54 @@ class EstimatorFacade(Rule):
         return False
 
     def _exact_reduction(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Name):
+            # `loss_reduction = tf.losses.Reduction.SUM` once in the module: that constant
+            value = self._bound_once(node.value)
+            return (
+                value is not None
+                and not isinstance(value, cst.Name)
+                and (self._exact_reduction(value))
+            )
         name = self.tf_name(node)
         qualified = self.state.imports.qualify(node) or ""
         if name is None or ".compat.v1." in qualified:
             return False  # tf.compat.v1.losses.Reduction is TF1's (weighted_sum, ...)
         head, _, last = name.rpartition(".")
         return head in ("losses.Reduction", "keras.losses.Reduction") and last in LOSS_REDUCTIONS
+
+    def _bound_once(self, name: str) -> cst.BaseExpression | None:
+        """What `name = value`, the only binding of the name anywhere in the module, binds."""
+        values: list[cst.BaseExpression] = []
+        other = False
+        for node in descendants(self._module):
+            targets: list[cst.BaseExpression] = []
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    if name not in target_names(t.target):
+                        continue
+                    if isinstance(t.target, cst.Name) and len(node.targets) == 1:
+                        values.append(node.value)
+                    else:
+                        other = True
+            elif isinstance(
+                node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)
+            ):
+                targets = [node.target]
+            elif isinstance(node, (cst.WithItem, cst.ImportAlias, cst.ExceptHandler)):
+                alias = node.asname if not isinstance(node, cst.ExceptHandler) else node.name
+                if alias is not None:
+                    targets = [alias.name]
+                if isinstance(node, cst.ImportAlias) and alias is None:
+                    targets = [node.name]
+            elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+                targets = [node.name]
+            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+                targets = [n.name for n in node.names]
+            other = other or any(
+                name in target_names(t) or (isinstance(t, cst.Name) and t.value == name)
+                for t in targets
+            )
+        return values[0] if len(values) == 1 and not other else None
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
