@@ -725,7 +725,7 @@ class EstimatorFacade(Rule):
                 f"tf.keras.optimizers.legacy.{plan.keras} (the same update)",
             )
             keras_call = self._keras_optimizer(updated_node, plan, f"{alias}")
-            if not is_multiline(original_node) and too_long(keras_call):
+            if self._explode(original_node, keras_call):
                 keras_call = explode(keras_call, self.call_depth())
             return keras_call
         if (
@@ -742,7 +742,7 @@ class EstimatorFacade(Rule):
                 "loss_reduction",
                 cst.parse_expression(f"{alias}.keras.losses.Reduction.SUM"),
             )
-            if not is_multiline(original_node) and too_long(updated_node):
+            if self._explode(original_node, updated_node):
                 updated_node = explode(updated_node, self.call_depth())
         if id(original_node) in self.keras_sgd:
             alias = self.state.imports.alias_for("tensorflow")
@@ -782,6 +782,11 @@ class EstimatorFacade(Rule):
                 args=(), whitespace_before_args=cst.SimpleWhitespace("")
             )
         return updated_node.with_changes(args=args)
+
+    def _explode(self, original: cst.Call, new: cst.Call) -> bool:
+        """Lay a call that grew too long out one argument per line; only outside other
+        multi-line calls (inside them, a dict or list would need a deeper indent)."""
+        return not is_multiline(original) and too_long(new) and self.call_depth() == 1
 
     @staticmethod
     def _keras_optimizer(call: cst.Call, plan: _Plan, alias: str) -> cst.Call:
