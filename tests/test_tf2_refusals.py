@@ -1,5 +1,6 @@
 """tf2 target: two constructs the facade would silently break are refused (TF2003) through
-the real CLI: `create_train_op` (TF 1.x's tf.contrib / TF-Slim, absent from TF 2.x), and an
+the real CLI: `create_train_op` (TF 1.x's tf.contrib / TF-Slim, absent from TF 2.x) with
+arguments TF2002 does not expand (gradient clipping, multipliers), and an
 eval_metric_ops value computed from a metric's value (the facade reports an entry by its
 update op's metric, so `exp(log_ppl)` would be reported as `log_ppl`)."""
 
@@ -19,9 +20,11 @@ def model_fn(features, labels, mode, params):
     loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
     optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate=0.01)
     if params["slim"]:
-        train_op = slim.learning.create_train_op(loss, optimizer)
+        train_op = slim.learning.create_train_op(loss, optimizer, clip_gradient_norm=5.0)
     else:
-        train_op = tf.contrib.training.create_train_op(loss, optimizer)
+        train_op = tf.contrib.training.create_train_op(
+            loss, optimizer, gradient_multipliers={"dense/kernel": 2.0}
+        )
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
-from est2tpu.cstutil import descendants, iter_calls, target_names
+from est2tpu.cstutil import (
+    descendants,
+    explode,
+    is_multiline,
+    iter_calls,
+    target_names,
+    too_long,
+    with_kwarg,
+)
+from est2tpu.cstutil import kwarg as cst_kwarg
 from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
@@ -211,7 +220,135 @@ OPTIMIZER_NAMES = ("Adagrad", "Adam", "Ftrl", "RMSProp", "SGD")
 LEGACY_OPTIMIZERS = frozenset(
     f"keras.optimizers.legacy.{n}" for n in ("Adagrad", "Adam", "Ftrl", "RMSprop", "SGD")
 )
+LEGACY_OPTIMIZERS = LEGACY_OPTIMIZERS | {"keras.optimizers.legacy.Adadelta"}
 LOSS_REDUCTIONS = frozenset({"SUM_OVER_BATCH_SIZE", "SUM"})
+
+
+class _TF1Optimizer:
+    """A TF1 optimizer class and the Keras legacy class that makes the same update (TF 2.15
+    `training/<name>.py` against `keras/src/optimizers/legacy/<name>.py`, same kernels)."""
+
+    def __init__(
+        self,
+        keras: str,
+        params: tuple[str, ...],
+        renamed: dict[str, str | None],
+        written: dict[str, str] | None = None,
+        required: tuple[str, ...] = ("learning_rate",),
+    ) -> None:
+        self.keras = keras
+        self.params = params  # TF1's, in order (positional arguments are matched to them)
+        # TF1 name -> Keras name (None: dropped: it does not change the update)
+        self.renamed = renamed
+        self.written = written or {}  # Keras argument -> TF1's default, when Keras' differs
+        self.required = required
+
+
+_SAME = {"learning_rate": "learning_rate", "name": "name", "use_locking": None}
+# `use_locking` only serializes concurrent updates of one variable (the facade applies each
+# step once); Ftrl's `accum_name` / `linear_name` only name its slots in a name-based
+# checkpoint (the facade's are object-based).
+TF1_OPTIMIZERS: dict[str, _TF1Optimizer] = {
+    "train.AdagradOptimizer": _TF1Optimizer(
+        "Adagrad",
+        ("learning_rate", "initial_accumulator_value", "use_locking", "name"),
+        {**_SAME, "initial_accumulator_value": "initial_accumulator_value"},
+    ),
+    "train.AdamOptimizer": _TF1Optimizer(
+        "Adam",
+        ("learning_rate", "beta1", "beta2", "epsilon", "use_locking", "name"),
+        {**_SAME, "beta1": "beta_1", "beta2": "beta_2", "epsilon": "epsilon"},
+        {"epsilon": "1e-08"},
+        required=(),
+    ),
+    "train.AdadeltaOptimizer": _TF1Optimizer(
+        "Adadelta",
+        ("learning_rate", "rho", "epsilon", "use_locking", "name"),
+        {**_SAME, "rho": "rho", "epsilon": "epsilon"},
+        {"epsilon": "1e-08"},
+        required=(),
+    ),
+    "train.FtrlOptimizer": _TF1Optimizer(
+        "Ftrl",
+        (
+            "learning_rate",
+            "learning_rate_power",
+            "initial_accumulator_value",
+            "l1_regularization_strength",
+            "l2_regularization_strength",
+            "use_locking",
+            "name",
+            "accum_name",
+            "linear_name",
+            "l2_shrinkage_regularization_strength",
+            "beta",
+        ),
+        {
+            **_SAME,
+            **{
+                n: n
+                for n in (
+                    "learning_rate_power",
+                    "initial_accumulator_value",
+                    "l1_regularization_strength",
+                    "l2_regularization_strength",
+                    "l2_shrinkage_regularization_strength",
+                    "beta",
+                )
+            },
+            "accum_name": None,
+            "linear_name": None,
+        },
+    ),
+    "train.GradientDescentOptimizer": _TF1Optimizer(
+        "SGD", ("learning_rate", "use_locking", "name"), dict(_SAME)
+    ),
+    "train.MomentumOptimizer": _TF1Optimizer(
+        "SGD",
+        ("learning_rate", "momentum", "use_locking", "name", "use_nesterov"),
+        {**_SAME, "momentum": "momentum", "use_nesterov": "nesterov"},
+        required=("learning_rate", "momentum"),
+    ),
+}
+# TF1 optimizers Keras has no class for that makes the same update.
+TF1_NO_KERAS: dict[str, str] = {
+    "train.RMSPropOptimizer": (
+        "TF1's RMSProp starts its mean square at 1 and divides by sqrt(ms + epsilon); "
+        "Keras' starts it at 0 and, without momentum, divides by sqrt(ms) + epsilon"
+    ),
+    "train.ProximalAdagradOptimizer": "Keras has no proximal Adagrad",
+    "train.ProximalGradientDescentOptimizer": "Keras has no proximal gradient descent",
+    "train.AdagradDAOptimizer": "Keras has no Adagrad dual averaging",
+}
+# Adagrad: Keras adds epsilon (1e-7, never 0) to sqrt(accumulator), TF1 adds nothing; the
+# accumulator never falls below its initial value, so the step changes by at most
+# 1e-7 / sqrt(initial value) relative: 3.2e-7 at TF1's default 0.1, 1e-6 at this floor.
+ADAGRAD_MIN_ACCUMULATOR = 0.01
+# How many leading parameters TF 1.x's (V1) premade shares with TF 2.15's (V2), in order.
+V1_COMMON_PREFIX = {
+    "DNNClassifier": 9,
+    "DNNRegressor": 8,
+    "LinearClassifier": 7,
+    "LinearRegressor": 6,
+}
+
+
+class _Plan:
+    """A TF1 optimizer call's Keras legacy form: each argument's Keras keyword (None: kept
+    positional; absent: dropped) and the arguments written out."""
+
+    def __init__(self, keras: str, keywords: dict[int, str | None], extra: list[str]) -> None:
+        self.keras = keras
+        self.keywords = keywords
+        self.extra = extra
+
+
+def _number(node: cst.BaseExpression) -> float | None:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return float(node.value.replace("_", ""))
+    return None
+
+
 # Feature columns the facade's premades take (the only ones whose mapping is proven here).
 EXACT_COLUMNS = frozenset({"feature_column.numeric_column"})
 # ... and the DNN premades also take these: TF 2.15's DNN feeds its columns through the same
@@ -296,6 +433,11 @@ class EstimatorFacade(Rule):
         self.distribute: dict[int, list[cst.Arg]] = {}
         # TF1 GradientDescentOptimizer calls a Keras model is compiled with (by id)
         self.keras_sgd: set[int] = set()
+        # premade calls (by id) -> why they stay (None: they map), decided before the walk
+        # since a TF1 optimizer they are given may be built (and rewritten) before them
+        self.premade_why: dict[int, str | None] = {}
+        self.tf1_optimizers: dict[int, _Plan] = {}  # TF1 optimizer calls -> their Keras form
+        self.v1_premades: set[int] = set()  # premades given one: TF 1.x's V1 classes
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also for the private Estimator names the facade has."""
@@ -304,6 +446,24 @@ class EstimatorFacade(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
         self._plan_keras_optimizers(node)
+        self._plan_premades(node)
+
+    def _plan_premades(self, module: cst.Module) -> None:
+        """Decide every premade call of the module, with the TF1 optimizers it is given."""
+        scopes: list[cst.Module | cst.FunctionDef] = [module]
+        scopes += [n for n in descendants(module) if isinstance(n, cst.FunctionDef)]
+        for scope in scopes:
+            for call in iter_calls(scope):
+                canonical = self.tf_name(call.func) or ""
+                short = canonical.rsplit(".", 1)[-1]
+                if canonical != f"estimator.{short}" or short not in PREMADE_FACADE:
+                    continue
+                plans: dict[int, _Plan] = {}
+                why = self.premade_refusal(call, short, scope, plans)
+                self.premade_why[id(call)] = why
+                if why is None and plans:
+                    self.tf1_optimizers.update(plans)
+                    self.v1_premades.add(id(call))
 
     def _plan_keras_optimizers(self, module: cst.Module) -> None:
         """A Keras model compiled with TF1's `GradientDescentOptimizer(lr)` in a module that
@@ -397,7 +557,9 @@ class EstimatorFacade(Rule):
         if new is None:
             short = (canonical or "").rsplit(".", 1)[-1]
             if canonical == f"estimator.{short}" and short in PREMADE_FACADE:
-                why = self.premade_refusal(node, short)
+                why = self.premade_why.get(id(node), "")
+                if why == "":  # not seen before the walk (never: every call is)
+                    why = self.premade_refusal(node, short, self._module, {})
                 if why is None:
                     self.premade_ok.add(id(node.func))
                     return
@@ -553,6 +715,35 @@ class EstimatorFacade(Rule):
                 RemoveImportsVisitor.remove_unused_import(self.context, *form)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        alias = self.state.imports.alias_for("tensorflow")
+        plan = self.tf1_optimizers.get(id(original_node))
+        if plan is not None:
+            canonical = self.tf_name(original_node.func)
+            self.record(
+                original_node,
+                f"tf.{canonical} given to a premade estimator -> "
+                f"tf.keras.optimizers.legacy.{plan.keras} (the same update)",
+            )
+            keras_call = self._keras_optimizer(updated_node, plan, f"{alias}")
+            if self._explode(original_node, keras_call):
+                keras_call = explode(keras_call, self.call_depth())
+            return keras_call
+        if (
+            id(original_node) in self.v1_premades
+            and cst_kwarg(original_node, "loss_reduction") is None
+        ):
+            self.record(
+                original_node,
+                "a premade given a TF1 optimizer is TF 1.x's V1 class, whose loss_reduction "
+                "defaults to SUM -> loss_reduction=tf.keras.losses.Reduction.SUM",
+            )
+            updated_node = with_kwarg(
+                updated_node,
+                "loss_reduction",
+                cst.parse_expression(f"{alias}.keras.losses.Reduction.SUM"),
+            )
+            if self._explode(original_node, updated_node):
+                updated_node = explode(updated_node, self.call_depth())
         if id(original_node) in self.keras_sgd:
             alias = self.state.imports.alias_for("tensorflow")
             self.record(
@@ -591,6 +782,47 @@ class EstimatorFacade(Rule):
                 args=(), whitespace_before_args=cst.SimpleWhitespace("")
             )
         return updated_node.with_changes(args=args)
+
+    def _explode(self, original: cst.Call, new: cst.Call) -> bool:
+        """Lay a call that grew too long out one argument per line; only outside other
+        multi-line calls (inside them, a dict or list would need a deeper indent)."""
+        return not is_multiline(original) and too_long(new) and self.call_depth() == 1
+
+    @staticmethod
+    def _keras_optimizer(call: cst.Call, plan: _Plan, alias: str) -> cst.Call:
+        args: list[cst.Arg] = []
+        for i, arg in enumerate(call.args):
+            if i not in plan.keywords:
+                continue
+            keyword = plan.keywords[i]
+            if keyword is None:
+                args.append(arg)
+            elif arg.keyword is None:
+                args.append(
+                    arg.with_changes(
+                        keyword=cst.Name(keyword),
+                        equal=cst.AssignEqual(
+                            whitespace_before=cst.SimpleWhitespace(""),
+                            whitespace_after=cst.SimpleWhitespace(""),
+                        ),
+                    )
+                )
+            else:
+                args.append(arg.with_changes(keyword=cst.Name(keyword)))
+        if args and len(args) < len(call.args):
+            # The last argument ends as the call's last did (a trailing comma, a line break).
+            last = call.args[-1]
+            args[-1] = args[-1].with_changes(
+                comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
+            )
+        new = call.with_changes(
+            func=cst.parse_expression(f"{alias}.keras.optimizers.legacy.{plan.keras}"),
+            args=args,
+        )
+        for item in plan.extra:
+            keyword, _, value = item.partition("=")
+            new = with_kwarg(new, keyword, cst.parse_expression(value))
+        return new
 
     def check_method_hooks(self, node: cst.Call) -> None:
         """`estimator.train/evaluate/predict(..., hooks=...)` on an Estimator the index saw:
@@ -659,8 +891,15 @@ class EstimatorFacade(Rule):
             self._columns = sorted(found)
         return [name.rsplit(".", 1)[-1] for name in self._columns if name not in exact]
 
-    def premade_refusal(self, node: cst.Call, short: str) -> str | None:
-        """Why this premade call cannot become the facade's (None: it maps exactly)."""
+    def premade_refusal(
+        self,
+        node: cst.Call,
+        short: str,
+        scope: cst.Module | cst.FunctionDef,
+        plans: dict[int, _Plan],
+    ) -> str | None:
+        """Why this premade call cannot become the facade's (None: it maps exactly). The
+        TF1 optimizers it is given, and how each maps, go into `plans`."""
         manual = (
             "write its model_fn (or a Keras model under "
             "`est2tpu.runtime.tf2.strategy().scope()`) by hand"
@@ -689,11 +928,26 @@ class EstimatorFacade(Rule):
             return f"{short}({', '.join(unknown)}): not an argument of tf.estimator.{short}"
         bad: list[str] = []
         optimizer = args.get("optimizer")
-        if optimizer is not None and not self._exact_optimizer(optimizer):
+        tf1 = None if optimizer is None else self._tf1_optimizers(node, optimizer, scope)
+        if isinstance(tf1, str):
+            bad.append(f"optimizer {tf1}")
+        elif tf1 is not None:
+            plans.update(tf1)
+            # A TF1 optimizer makes this TF 1.x's V1 class (TF 2.15's V2 raises a
+            # ValueError for one); V1's positional order differs after these.
+            common = V1_COMMON_PREFIX[short]
+            if any(a.keyword is None for a in node.args[common:]):
+                bad.append(
+                    f"positional arguments after {PREMADE_FACADE[short][common - 1]} (TF 1.x's "
+                    f"{short} orders its parameters differently from TF 2.15's)"
+                )
+        elif optimizer is not None and not self._exact_optimizer(optimizer):
             bad.append(
                 "optimizer (only a name "
-                f"{', '.join(repr(n) for n in OPTIMIZER_NAMES)} or a "
-                "`tf.keras.optimizers.legacy.*(...)` call written here maps exactly)"
+                f"{', '.join(repr(n) for n in OPTIMIZER_NAMES)}, a "
+                "`tf.keras.optimizers.legacy.*(...)` call, or a TF1 "
+                f"{', '.join(sorted({n[6:-9] for n in TF1_OPTIMIZERS}))} optimizer written "
+                "here or bound only to such calls in the same function maps exactly)"
             )
         if "label_vocabulary" in args and not _is_none(args["label_vocabulary"]):
             bad.append(
@@ -707,7 +961,10 @@ class EstimatorFacade(Rule):
             )
         reduction = args.get("loss_reduction")
         if reduction is not None and not self._exact_reduction(reduction):
-            bad.append("loss_reduction (only tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM)")
+            bad.append(
+                "loss_reduction (only tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM, written "
+                "here or the only value of a name in the module)"
+            )
         dnn = short.startswith("DNN")
         kinds = self.column_kinds(DNN_EXACT_COLUMNS if dnn else EXACT_COLUMNS)
         if kinds:
@@ -726,6 +983,177 @@ class EstimatorFacade(Rule):
             f"or {manual}"
         )
 
+    def _tf1_optimizers(
+        self, premade: cst.Call, value: cst.BaseExpression, scope: cst.Module | cst.FunctionDef
+    ) -> dict[int, _Plan] | str | None:
+        """The TF1 optimizer calls that reach a premade's `optimizer=` and their Keras form:
+        the call itself, or every value of a name that, in the premade's function, is bound
+        only to such calls, is read after them only here (or compared with a string) and
+        appears in no nested function. A str: why not; None: no TF1 optimizer."""
+        if isinstance(value, cst.Call):
+            plan = self._plan_tf1(value)
+            return plan if plan is None or isinstance(plan, str) else {id(value): plan}
+        if not isinstance(value, cst.Name):
+            return None
+        name = value.value
+        nodes = descendants(scope)
+        values: list[cst.Call] = []
+        other = False  # bound otherwise than `name = call` in this scope, or in a nested one
+        skip: set[int] = set()  # Name nodes that are not the variable
+        allowed = {id(value)}  # reads that see a TF1 optimizer harmlessly
+        nested: set[int] = set()
+        for node in nodes:
+            if node is not scope and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                nested.update(id(n) for n in descendants(node) if n is not node)
+                if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                    skip.add(id(node.name))
+                    other = other or node.name.value == name
+            elif isinstance(node, cst.Param):
+                skip.add(id(node.name))  # the parameters are checked below
+            elif isinstance(node, cst.Arg) and node.keyword is not None:
+                skip.add(id(node.keyword))
+            elif isinstance(node, cst.Attribute):
+                skip.add(id(node.attr))
+            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+                other = other or any(n.name.value == name for n in node.names)
+            elif isinstance(node, cst.Assign) and any(
+                name in target_names(t.target) for t in node.targets
+            ):
+                if (
+                    len(node.targets) == 1
+                    and isinstance(node.targets[0].target, cst.Name)
+                    and isinstance(node.value, cst.Call)
+                ):
+                    values.append(node.value)
+                    skip.add(id(node.targets[0].target))
+                else:
+                    other = True
+            elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+                target = node.comparisons[0]
+                sides = (node.left, target.comparator)
+                if isinstance(target.operator, (cst.Equal, cst.NotEqual)) and any(
+                    isinstance(s, cst.SimpleString) for s in sides
+                ):
+                    allowed.update(id(s) for s in sides if isinstance(s, cst.Name))
+        tf1 = [c for c in values if self.tf_name(c.func) in (*TF1_OPTIMIZERS, *TF1_NO_KERAS)]
+        if not tf1:
+            return None
+        if isinstance(scope, cst.Module) and not self.state.path.endswith(".ipynb"):
+            return (
+                f"`{name}` (a module-level name: another module may import it and use it "
+                "as a TF1 optimizer; bind it in a function, or write the call here)"
+            )
+        if other or len(tf1) != len(values):
+            return (
+                f"`{name}` (bound to a TF1 optimizer and to something else, or in a nested "
+                "function)"
+            )
+        # Its value before the first top-level `name = <TF1 optimizer>` (a parameter's)
+        # never reaches the premade, which must come after it.
+        body = scope.body if isinstance(scope, cst.Module) else scope.body.body
+        statement: dict[int, int] = {}
+        for i, stmt in enumerate(body):
+            statement.update((id(n), i) for n in descendants(stmt))
+        values_at = {statement.get(id(c), -1) for c in values}
+        kill = next(
+            (
+                i
+                for i, stmt in enumerate(body)
+                if i in values_at
+                and isinstance(stmt, cst.SimpleStatementLine)
+                and isinstance(stmt.body[0], cst.Assign)
+                and isinstance(stmt.body[0].value, cst.Call)
+                and id(stmt.body[0].value) in {id(c) for c in values}
+            ),
+            None,
+        )
+        params = (
+            []
+            if isinstance(scope, cst.Module)
+            else [
+                p.name.value
+                for p in (
+                    *scope.params.posonly_params,
+                    *scope.params.params,
+                    *scope.params.kwonly_params,
+                    *(
+                        [scope.params.star_arg]
+                        if isinstance(scope.params.star_arg, cst.Param)
+                        else []
+                    ),
+                    *([scope.params.star_kwarg] if scope.params.star_kwarg else []),
+                )
+            ]
+        )
+        if name in params and (kill is None or statement[id(value)] <= kill):
+            return f"`{name}` (a parameter that may reach the estimator unchanged)"
+        for node in nodes:
+            if isinstance(node, cst.Name) and node.value == name and id(node) not in skip:
+                if id(node) in nested:
+                    return f"`{name}` (also used in a nested function)"
+                before = kill is not None and statement.get(id(node), kill) < kill
+                if id(node) not in allowed and not before:
+                    return (
+                        f"`{name}` (a TF1 optimizer that other code uses too: it stays one there)"
+                    )
+        plans: dict[int, _Plan] = {}
+        for call in values:
+            plan = self._plan_tf1(call)
+            if not isinstance(plan, _Plan):
+                return plan or "?"
+            plans[id(call)] = plan
+        return plans
+
+    def _plan_tf1(self, call: cst.Call) -> _Plan | str | None:
+        """How a TF1 optimizer call becomes its Keras legacy class with every argument; a
+        str: why it cannot; None: not a TF1 optimizer."""
+        canonical = self.tf_name(call.func) or ""
+        short = canonical.rsplit(".", 1)[-1]
+        if canonical in TF1_NO_KERAS:
+            return f"{short} (no exact Keras equivalent: {TF1_NO_KERAS[canonical]})"
+        spec = TF1_OPTIMIZERS.get(canonical)
+        if spec is None:
+            return None
+        if self.state.imports.alias_for("tensorflow") is None:
+            return f"{short} (the file does not import tensorflow to spell Keras' class)"
+        given: dict[str, tuple[int, cst.Arg]] = {}
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                return f"{short}(*args/**kwargs) (its arguments cannot be read)"
+            kw = arg.keyword.value if arg.keyword is not None else None
+            if kw is None and i < len(spec.params):
+                kw = spec.params[i]
+            if kw is None or kw not in spec.params:
+                return f"{short} (an argument TF1's {short} does not take)"
+            given[kw] = (i, arg)
+        missing = [r for r in spec.required if r not in given]
+        if missing:
+            return f"{short} without {', '.join(missing)} (TF1 raises a TypeError)"
+        rate = given.get("learning_rate")
+        if rate is not None and isinstance(rate[1].value, cst.Lambda):
+            return f"{short} with a callable learning rate (called at other times by Keras)"
+        epsilon = given.get("epsilon")
+        if epsilon is not None and _number(epsilon[1].value) == 0:
+            return f"{short}(epsilon=0) (Keras takes an epsilon of 0 as 1e-7)"
+        if spec.keras == "Adagrad" and "initial_accumulator_value" in given:
+            start = _number(given["initial_accumulator_value"][1].value)
+            if start is None or start < ADAGRAD_MIN_ACCUMULATOR:
+                return (
+                    f"{short} with an initial_accumulator_value other than a number >= "
+                    f"{ADAGRAD_MIN_ACCUMULATOR} (Keras adds epsilon 1e-7 to the square "
+                    "root of the accumulator, TF1 adds nothing: negligible only above it)"
+                )
+        keywords: dict[int, str | None] = {}
+        for kw, (i, arg) in given.items():
+            new = spec.renamed[kw]
+            if kw == "beta" and _is_none(arg.value):
+                new = None  # TF1 takes None as 0.0, Keras' default
+            if new is None:
+                continue
+            keywords[i] = None if i == 0 and arg.keyword is None else new
+        extra = [f"{k}={v}" for k, v in spec.written.items() if k not in given]
+        return _Plan(spec.keras, keywords, extra)
+
     def _exact_optimizer(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.SimpleString):
             return node.evaluated_value in OPTIMIZER_NAMES
@@ -735,12 +1163,54 @@ class EstimatorFacade(Rule):
         return False
 
     def _exact_reduction(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Name):
+            # `loss_reduction = tf.losses.Reduction.SUM` once in the module: that constant
+            value = self._bound_once(node.value)
+            return (
+                value is not None
+                and not isinstance(value, cst.Name)
+                and (self._exact_reduction(value))
+            )
         name = self.tf_name(node)
         qualified = self.state.imports.qualify(node) or ""
         if name is None or ".compat.v1." in qualified:
             return False  # tf.compat.v1.losses.Reduction is TF1's (weighted_sum, ...)
         head, _, last = name.rpartition(".")
         return head in ("losses.Reduction", "keras.losses.Reduction") and last in LOSS_REDUCTIONS
+
+    def _bound_once(self, name: str) -> cst.BaseExpression | None:
+        """What `name = value`, the only binding of the name anywhere in the module, binds."""
+        values: list[cst.BaseExpression] = []
+        other = False
+        for node in descendants(self._module):
+            targets: list[cst.BaseExpression] = []
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    if name not in target_names(t.target):
+                        continue
+                    if isinstance(t.target, cst.Name) and len(node.targets) == 1:
+                        values.append(node.value)
+                    else:
+                        other = True
+            elif isinstance(
+                node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)
+            ):
+                targets = [node.target]
+            elif isinstance(node, (cst.WithItem, cst.ImportAlias, cst.ExceptHandler)):
+                alias = node.asname if not isinstance(node, cst.ExceptHandler) else node.name
+                if alias is not None:
+                    targets = [alias.name]
+                if isinstance(node, cst.ImportAlias) and alias is None:
+                    targets = [node.name]
+            elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+                targets = [node.name]
+            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+                targets = [n.name for n in node.names]
+            other = other or any(
+                name in target_names(t) or (isinstance(t, cst.Name) and t.value == name)
+                for t in targets
+            )
+        return values[0] if len(values) == 1 and not other else None
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute

@@ -215,7 +215,10 @@ class UnsupportedTf1(Rule):
                 node,
                 f"`{cst.Module([]).code_for_node(func)}(...)` (TF 1.x's tf.contrib / "
                 "TF-Slim train-op builder) has no tf2 facade equivalent and TF 2.x has no "
-                "tf.contrib: write what it ran: `update_ops = tf.compat.v1.get_collection("
+                "tf.contrib; TF2002 expands `train_op = create_train_op(loss, optimizer)` "
+                "(global_step the global step, check_numerics, the other arguments at their "
+                "defaults), not this one: write what it ran: `update_ops = "
+                "tf.compat.v1.get_collection("
                 "tf.compat.v1.GraphKeys.UPDATE_OPS)`, then under `with tf.control_dependencies("
                 "update_ops):` `train_op = optimizer.minimize(loss, global_step="
                 "tf.compat.v1.train.get_global_step())` (TF2002 maps these; gradient "
