@@ -132,6 +132,7 @@ class Cache:
         self._new_files: dict[str, Any] = {}
         self._unmatched: dict[str, str] = {}
         self._new_unmatched: dict[str, str] = {}
+        self._loaded = False  # a well-formed file was read
         self.hits = 0
         self.misses = 0
         self._load()
@@ -154,6 +155,7 @@ class Cache:
         unmatched = data.get("unmatched")
         if isinstance(unmatched, dict):
             self._unmatched = unmatched
+            self._loaded = True
 
     # -- files the byte pre-filter skipped, by their stat ----------------------------------
 
@@ -209,7 +211,18 @@ class Cache:
         self._new_files[key] = store_result(result, early)
 
     def save(self) -> None:
-        """Write atomically; a cache that cannot be written is only a slower next run."""
+        """Write atomically; a cache that cannot be written is only a slower next run.
+
+        Not at all when this run used exactly what was loaded (a warm run over an
+        unchanged tree): the file already says it.
+        """
+        if (
+            self._loaded
+            and self._new_index == self._index
+            and self._new_files == self._files
+            and self._new_unmatched == self._unmatched
+        ):
+            return
         data = {
             "format": FORMAT,
             "settings": self.settings,

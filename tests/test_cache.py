@@ -191,3 +191,21 @@ def test_a_skipped_file_is_not_read_again_until_it_changes(
     assert [r.status for r in changed if r.path == plain] != [
         r.status for r in cold if r.path == plain
     ]
+
+
+def test_a_warm_run_over_an_unchanged_tree_does_not_rewrite_the_cache(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from est2tpu import cache as cache_module
+
+    # Files written just now are trusted by their stat at once (else whether a run records
+    # their stat would depend on how long the test took).
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.0)
+    _, cache = run(project, tmp_path / "c")
+    written = cache.file.stat()
+    run(project, tmp_path / "c")
+    again = cache.file.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    (project / "new.py").write_text("import tensorflow as tf\nx = tf.estimator.RunConfig()\n")
+    run(project, tmp_path / "c")
+    assert cache.file.stat().st_ino != written.st_ino  # replaced (written atomically)
