@@ -176,14 +176,7 @@ def _migrate_scanned(
                 cache.put_index(inputs_key, new_facts)
                 if new_facts != facts:
                     from_cache(new_facts)
-            # Biggest first, one at a time: the few files that are parsed (in TensorFlow's
-            # tree, 35 of 320, the big ones) would otherwise sit in the last chunks and
-            # leave one worker idle while the other works through them. The results are
-            # put back in candidate order below, so the order here changes nothing else.
-            pending = sorted(
-                (cid for cid in range(len(cands)) if cid not in done),
-                key=lambda cid: -len(cands[cid].source),
-            )
+            pending = [cid for cid in range(len(cands)) if cid not in done]
 
             def rewritten(n: int) -> None:
                 if progress is not None:
@@ -191,7 +184,7 @@ def _migrate_scanned(
 
             rewritten(0)
             finished = runner.pmap(
-                pipeline.finish_one, state, pending, jobs, min_tasks=8, on_done=rewritten, chunk=1
+                pipeline.finish_one, state, pending, jobs, min_tasks=8, on_done=rewritten
             )
             for cid, entry in finished:
                 cand = cands[cid]

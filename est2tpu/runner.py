@@ -146,21 +146,18 @@ def pmap(
     *,
     min_tasks: int,
     on_done: Callable[[int], None] | None = None,
-    chunk: int | None = None,
 ) -> list[R]:
     """`fn(state, item)` over `items`, in order; in forked worker processes when it pays.
 
     Workers are forked, so they see `state` (the parsed modules, the index) without pickling
     a tree; only the items and the results travel. Without `fork`, or for few items,
     everything runs here. `on_done(n)` is told how many items are done as they finish.
-    `chunk`: items sent to a worker at a time (default: a few chunks per worker).
     """
     global _FORKED
     if jobs <= 1 or len(items) < min_tasks or "fork" not in mp.get_all_start_methods():
         return _sequential(fn, state, items, on_done)
     n = min(jobs, len(items))
-    if chunk is None:
-        chunk = max(1, min(32, len(items) // (n * 8)))
+    chunk = max(1, min(32, len(items) // (n * 8)))
     _FORKED = (fn, state)
     try:
         out: list[R] = []
