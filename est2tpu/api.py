@@ -65,8 +65,9 @@ def migrate_paths(
     If the project index cannot be built, every file that needed it fails with the reason.
 
     Speed (see docs/performance.md): reading and decoding run in worker
-    processes for very large trees; LibCST is not even imported when the cache answers
-    for every file; only the modules the project index needs are parsed before it is built; a
+    processes for very large trees; with a cache, a file the byte pre-filter skipped before
+    and whose stat has not changed since is not read again; LibCST is not even imported
+    when the cache answers for every file; only the modules the project index needs are parsed before it is built; a
     file that no selected rule can touch (judged from its text and an import scan that can
     only over-approximate) and that Python compiles is never parsed by LibCST; the rest are
     parsed and migrated in worker processes.
