@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 from est2tpu import catalogue, runner
-from est2tpu.cache import Cache, digest, index_digest, restore_result
+from est2tpu.cache import Cache, digest, index_digest, restore_result, stat_stamp
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.runner import Candidate, ProgressFn, RunState, Settings
 
@@ -64,8 +65,9 @@ def migrate_paths(
     If the project index cannot be built, every file that needed it fails with the reason.
 
     Speed (see docs/performance.md): reading and decoding run in worker
-    processes for very large trees; LibCST is not even imported when the cache answers
-    for every file; only the modules the project index needs are parsed before it is built; a
+    processes for very large trees; with a cache, a file the byte pre-filter skipped before
+    and whose stat has not changed since is not read again; LibCST is not even imported
+    when the cache answers for every file; only the modules the project index needs are parsed before it is built; a
     file that no selected rule can touch (judged from its text and an import scan that can
     only over-approximate) and that Python compiles is never parsed by LibCST; the rest are
     parsed and migrated in worker processes.
@@ -76,6 +78,16 @@ def migrate_paths(
     jobs = runner.workers(jobs)
     state = RunState(list(paths), Settings(target, select, tuple(ignore), use_runtime))
     tasks = [f for f in found if not isinstance(f, tuple)]
+    # A file the pre-filter skipped last time, unchanged since (by its stat): skipped unread.
+    stamps: dict[Path, str | None] = {}
+    known: dict[Path, FileResult] = {}
+    if cache is not None:
+        now = time.time()
+        for path in tasks:
+            stamps[path] = stamp = stat_stamp(path, now)
+            if cache.unmatched(path, stamp):
+                known[path] = FileResult(path, Status.SKIPPED)
+        tasks = [path for path in tasks if path not in known]
 
     def scanned(done: int) -> None:
         if progress is not None:
@@ -84,14 +96,28 @@ def migrate_paths(
     scanned(0)
     # Scanning is cheap (1,963 TF files: 0.3 s here); forking and sending texts back
     # cost more than they save below a few thousand files.
-    scans = iter(runner.pmap(runner.scan_one, state, tasks, jobs, min_tasks=4096, on_done=scanned))
+    min_scan = 4096
+    state.scan_imports = jobs > 1 and len(tasks) >= min_scan
+    scans = iter(
+        runner.pmap(runner.scan_one, state, tasks, jobs, min_tasks=min_scan, on_done=scanned)
+    )
     ordered: list[FileResult | Candidate] = []
     for item in found:
         if isinstance(item, tuple):
             ordered.append(FileResult(item[0], Status.FAILED, error=item[1]))
+        elif item in known:
+            ordered.append(known[item])
         else:
-            ordered.append(next(scans))
+            scan = next(scans)
+            ordered.append(scan)
+            if cache is not None and _unmatched(scan):
+                cache.put_unmatched(item, stamps[item])
     yield from _migrate_scanned(ordered, state, per_file_ignores, cache, jobs, progress)
+
+
+def _unmatched(scan: FileResult | Candidate) -> bool:
+    """Did the byte pre-filter skip the file (not a skip-file comment, not a failure)?"""
+    return isinstance(scan, FileResult) and scan.status is Status.SKIPPED and scan.old_text is None
 
 
 def _migrate_scanned(

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = [
     "digest",
     "index_digest",
     "restore_result",
+    "stat_stamp",
     "store_result",
     "tool_fingerprint",
 ]
@@ -128,6 +130,9 @@ class Cache:
         self._files: dict[str, Any] = {}
         self._new_index: dict[str, str] = {}
         self._new_files: dict[str, Any] = {}
+        self._unmatched: dict[str, str] = {}
+        self._new_unmatched: dict[str, str] = {}
+        self._loaded = False  # a well-formed file was read
         self.hits = 0
         self.misses = 0
         self._load()
@@ -147,6 +152,27 @@ class Cache:
         index, files = data.get("index"), data.get("files")
         if isinstance(index, dict) and isinstance(files, dict):
             self._index, self._files = index, files
+        unmatched = data.get("unmatched")
+        if isinstance(unmatched, dict):
+            self._unmatched = unmatched
+            self._loaded = True
+
+    # -- files the byte pre-filter skipped, by their stat ----------------------------------
+
+    def unmatched(self, path: Path, stamp: str | None) -> bool:
+        """Did the pre-filter skip this very file (same path, inode, size, mtime and ctime)?
+
+        A warm run then neither reads nor scans it: most files of a big tree are skipped,
+        and reading them was most of a warm run's time.
+        """
+        if stamp is None or self._unmatched.get(str(path)) != stamp:
+            return False
+        self._new_unmatched[str(path)] = stamp
+        return True
+
+    def put_unmatched(self, path: Path, stamp: str | None) -> None:
+        if stamp is not None:
+            self._new_unmatched[str(path)] = stamp
 
     # -- the project index: its inputs -> the digest of its facts ------------------------
 
@@ -185,12 +211,24 @@ class Cache:
         self._new_files[key] = store_result(result, early)
 
     def save(self) -> None:
-        """Write atomically; a cache that cannot be written is only a slower next run."""
+        """Write atomically; a cache that cannot be written is only a slower next run.
+
+        Not at all when this run used exactly what was loaded (a warm run over an
+        unchanged tree): the file already says it.
+        """
+        if (
+            self._loaded
+            and self._new_index == self._index
+            and self._new_files == self._files
+            and self._new_unmatched == self._unmatched
+        ):
+            return
         data = {
             "format": FORMAT,
             "settings": self.settings,
             "index": self._new_index,
             "files": self._new_files,
+            "unmatched": self._new_unmatched,
         }
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -205,6 +243,26 @@ class Cache:
                 raise
         except OSError:
             pass
+
+
+#: A file changed this recently may change again within its timestamps' resolution without
+#: them moving (the "racy" case git knows): its stamp is not trusted.
+RACY_SECONDS = 2.0
+
+
+def stat_stamp(path: Path, now: float | None = None) -> str | None:
+    """What identifies a file's contents without reading them (taken before reading it):
+    device, inode, size, mtime and ctime in nanoseconds. None when it cannot be trusted:
+    the file cannot be stat'ed, or changed too recently (see RACY_SECONDS)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if now is None:
+        now = time.time()
+    if max(st.st_mtime_ns, st.st_ctime_ns) >= (now - RACY_SECONDS) * 1e9:
+        return None
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _create_gitignore(path: Path) -> None:

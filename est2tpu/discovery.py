@@ -475,23 +475,25 @@ class _Walk:
             self.add(rel_dir, (self.spelled(rel_dir), reason), None)
             return subdirs
         for entry in entries:
-            path = os.path.join(directory, entry.name)
-            rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError as exc:
+                rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
                 reason = f"cannot stat: {exc.strerror or exc}"
                 self.add(rel, (self.spelled(rel), reason), None)
                 continue
+            # Most entries of a big tree are neither directories nor Python: no paths built.
+            if not is_dir and not entry.name.endswith(SUFFIXES):
+                continue
+            path = os.path.join(directory, entry.name)
+            rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
             if is_dir:
                 if entry.name in DEFAULT_EXCLUDED_DIRS or _is_venv(path):
                     continue
                 if _is_ignored(path, True, patterns) or self.excluded(path, True):
                     continue
                 subdirs.append((path, rel, patterns))
-                continue
-            if not entry.name.endswith(SUFFIXES):
                 continue
             if _is_ignored(path, False, patterns) or self.excluded(path, False):
                 continue

@@ -110,8 +110,9 @@ def _uses_estimator(state: RunState, cid: int) -> bool:
     tokenizer over a 45,000-line module cost more than everything else but the parse.
     """
     cand = state.cands[cid]
-    assert cand.imports is not None
-    table = _Superset(cand.imports)
+    imports = cand.import_scan()
+    assert imports is not None
+    table = _Superset(imports)
     spellings = [s for name in USE_NAMES for s in table.spellings(name)]
     if not any(s.rpartition(".")[2] in cand.source for s in spellings):
         return False
@@ -216,7 +217,7 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
         cid
         for cid, cand in enumerate(cands)
         if cand.notebook is not None
-        or cand.imports is None
+        or cand.import_scan() is None
         or _uses_estimator(state, cid)
         # code a first run migrated: its TPUEstimators and loops are the shim's
         or _SHIM_IMPORT.search(cand.source) is not None
@@ -298,14 +299,15 @@ def _inert(
     last line has no newline is parsed too (LibCST may not give such a line back).
     """
     text = cand.source
-    if cand.notebook is not None or cand.imports is None:
+    imports = cand.import_scan()
+    if cand.notebook is not None or imports is None:
         return False
     if text and not text.endswith("\n"):
         return False
     if _SUPPRESSION_HINT.search(text):
         return False
     state = FileState(
-        str(cand.result.path), index, target, _Superset(cand.imports), text, use_runtime=use_runtime
+        str(cand.result.path), index, target, _Superset(imports), text, use_runtime=use_runtime
     )
     try:
         if any(rule.applies(state) for rule in rules):
@@ -331,12 +333,23 @@ class _Superset(ImportTable):
     def __init__(self, pairs: Sequence[tuple[str, str]]) -> None:
         super().__init__(dict(pairs))
         self.pairs = pairs
+        # The rules ask for the same names file after file (and `_uses_estimator` asks for
+        # every USE_NAMES one): building a one-binding table per pair and name cost more
+        # than the rest of a cold run over TensorFlow's tree before the parse.
+        self._spelled: dict[str, list[str]] = {}
 
     def spellings(self, canonical: str) -> list[str]:
-        out: list[str] = []
-        for name, target in self.pairs:
-            out += ImportTable({name: target}).spellings(canonical)
-        return out
+        found = self._spelled.get(canonical)
+        if found is None:
+            found = self._spelled[canonical] = [
+                s for name, target in self.pairs for s in _pair_spellings(name, target, canonical)
+            ]
+        return list(found)
+
+
+@functools.lru_cache(maxsize=65536)
+def _pair_spellings(name: str, target: str, canonical: str) -> tuple[str, ...]:
+    return tuple(ImportTable({name: target}).spellings(canonical))
 
 
 def _migrate_all_parsed(

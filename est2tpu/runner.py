@@ -45,6 +45,14 @@ class Candidate:
     digest: str = ""  # of the file's bytes, for the cache
     imports: list[tuple[str, str]] | None = None  # import_pairs(); None: could not tell
     extra: list[str] = field(default_factory=list)  # per-file ignores
+    imports_scanned: bool = False
+
+    def import_scan(self) -> list[tuple[str, str]] | None:
+        """`imports`, scanned on first use: a run the cache answers never needs them."""
+        if not self.imports_scanned:
+            self.imports = import_pairs(self.source) if self.notebook is None else None
+            self.imports_scanned = True
+        return self.imports
 
     @property
     def source(self) -> str:
@@ -78,6 +86,8 @@ class RunState:
     splits: dict[int, Split | None] = field(default_factory=dict)
     mentions: Counter[str] | None = None  # identifier -> how many candidates mention it
     skipped: list[Path] = field(default_factory=list)  # files the pre-filter skipped
+    # Scan imports while reading (in the scanning workers) rather than when first needed.
+    scan_imports: bool = False
 
 
 def fail(result: FileResult, reason: str) -> FileResult:
@@ -238,7 +248,8 @@ def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
         return []
     cand = Candidate(result, None, module_names(path, root_for(path, state.roots)))
     cand.digest = digest(data)
-    cand.imports = import_pairs(decoded.text)
+    if state.scan_imports:
+        cand.import_scan()
     return [cand]
 
 

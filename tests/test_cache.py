@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -152,3 +153,59 @@ def test_a_warm_cli_run_never_loads_libcst(project: Path, tmp_path: Path) -> Non
     assert runs[0].returncode == runs[1].returncode == 1, runs[0].stderr  # changes pending
     assert "LIBCST True" in runs[0].stderr  # the cold run parsed
     assert "LIBCST False" in runs[1].stderr  # the warm one did not need the parser
+
+
+def test_a_skipped_file_is_not_read_again_until_it_changes(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from est2tpu import cache as cache_module
+    from est2tpu import runner
+
+    plain = project / "plain.py"
+    plain.write_text("x = 12345\n")  # nothing the byte pre-filter looks for
+    # Just written, so racy: its stat is not trusted yet and it is read every time.
+    assert cache_module.stat_stamp(plain) is None
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.0)
+    scanned: list[Path] = []
+    scan_one = runner.scan_one
+
+    def spy(state: runner.RunState, path: Path) -> object:
+        scanned.append(path)
+        return scan_one(state, path)
+
+    monkeypatch.setattr(runner, "scan_one", spy)
+    cold, _ = run(project, tmp_path / "c")
+    assert plain in scanned
+    scanned.clear()
+    warm, _ = run(project, tmp_path / "c")
+    assert plain not in scanned and scanned  # the other files are read as before
+    assert facts(warm) == facts(cold)
+    # Same size and mtime, other bytes: the ctime (and the next run) sees the change.
+    before = plain.stat()
+    plain.write_text("model_fn\n\n")
+    assert plain.stat().st_size == before.st_size
+    os.utime(plain, ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed, _ = run(project, tmp_path / "c")
+    assert plain in scanned
+    assert facts(changed) == facts(list(pipeline._migrate_all_parsed([project])))
+    assert [r.status for r in changed if r.path == plain] != [
+        r.status for r in cold if r.path == plain
+    ]
+
+
+def test_a_warm_run_over_an_unchanged_tree_does_not_rewrite_the_cache(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from est2tpu import cache as cache_module
+
+    # Files written just now are trusted by their stat at once (else whether a run records
+    # their stat would depend on how long the test took).
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.0)
+    _, cache = run(project, tmp_path / "c")
+    written = cache.file.stat()
+    run(project, tmp_path / "c")
+    again = cache.file.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    (project / "new.py").write_text("import tensorflow as tf\nx = tf.estimator.RunConfig()\n")
+    run(project, tmp_path / "c")
+    assert cache.file.stat().st_ino != written.st_ino  # replaced (written atomically)
