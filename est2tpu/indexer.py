@@ -459,6 +459,14 @@ class Indexer:
                     "Estimator left as it is: its model_fn is shared with an Estimator that "
                     "cannot be converted"
                 )
+        for plan in self.index.ctors.values():
+            if (
+                plan.wrapper_forwards
+                and plan.wrapper
+                and plan.model_fn
+                and (plan.convert or plan.tpu)
+            ):
+                self.index.model_fn_wrappers[plan.wrapper] = plan.model_fn
         self.index.model_fns = {
             p.model_fn
             for p in self.index.ctors.values()
@@ -645,6 +653,7 @@ class _UseCollector(_Scoped):
         # body, 1 in its else); and the branch each bound value was bound in
         self.branches: list[tuple[int, int]] = []
         self.branch_of: dict[int, tuple[int, int]] = {}
+        self.wrapper_problem: str | None = None  # why the model_fn wrapper just seen stays
 
     def collect(self) -> None:
         shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
@@ -796,6 +805,9 @@ class _UseCollector(_Scoped):
 
     def ctor_refusal(self, node: cst.Call, plan: CtorPlan) -> str | None:
         """Why this Estimator cannot become a TPUEstimator, or None."""
+        if plan.model_fn is None and self.wrapper_problem is not None:
+            problem, self.wrapper_problem = self.wrapper_problem, None
+            return problem
         if plan.model_fn is None:
             return (
                 "Estimator left as it is: its model_fn is not a function defined in this "
@@ -897,6 +909,7 @@ class _UseCollector(_Scoped):
             fn_key = None
             if arg is not None:
                 fn_key = self.model_fn_of(arg.value)
+                fn_key = self.wrapped_model_fn(plan, arg.value, fn_key)
             plan.model_fn = fn_key
             if fn_key is None and arg is not None:
                 self.model_fn_parameter(node, plan, arg.value)
@@ -991,6 +1004,60 @@ class _UseCollector(_Scoped):
             if factory is not None and factory[1] in self.ix.modules[factory[0]].defs:
                 return _returned_def(self.ix, factory)
         return None
+
+    def wrapped_model_fn(
+        self, plan: CtorPlan, expr: cst.BaseExpression, fn_key: FnKey | None
+    ) -> FnKey | None:
+        """The model_fn a wrapper runs: `lambda features, labels, mode: lr_model_fn(features,
+        labels, mode, FLAGS)` (here, or held in a name), or a project def that only returns
+        such a call. Its EstimatorSpecs are the ones to convert; the wrapper must take
+        TPUEstimator's params and pass them on (`plan.wrapper`, which TPU007 rewrites).
+        Anything else: `fn_key`, as resolved."""
+        lam: cst.Lambda | None = None
+        if isinstance(expr, cst.Lambda):
+            lam, scope = expr, self.here
+        elif isinstance(expr, cst.Name) and fn_key is None:
+            held = self.lookup(self.values, expr.value)
+            if isinstance(held, cst.Lambda):
+                lam, scope = held, self.lambda_scopes.get(id(held), self.here)
+        wrapper: cst.Lambda | cst.FunctionDef
+        if lam is not None:
+            src, wrapper, key = self.src, lam, (self.src.path, scope, self.code(lam))
+            body = lam.body
+        elif fn_key is not None:
+            src, scope = self.ix.modules[fn_key[0]], fn_key[1]
+            fn = self.ix.fn(fn_key)
+            key = (fn_key[0], fn_key[1], "")
+            returned = _returned_call(fn)
+            if returned is None or len(_body_statements(fn)) != 1:
+                return fn_key
+            wrapper, body = fn, returned
+        else:
+            return None
+        if not isinstance(body, cst.Call) or any(a.star for a in body.args):
+            return fn_key
+        inner = self.ix.resolve_model_fn(src, scope, body.func)
+        if inner is None or inner == fn_key:
+            return fn_key
+        inner_fn = self.ix.fn(inner)
+        if isinstance(inner_fn.params.star_arg, cst.Param) or inner_fn.params.star_kwarg:
+            return fn_key
+        passed = _bind(inner_fn, body).get("params")
+        if "params" in param_names(wrapper):
+            if isinstance(passed, cst.Name) and passed.value == "params":
+                plan.wrapper = key  # passes them on already (a run before rewrote it)
+                return inner
+            return fn_key
+        read = names_read(wrapper.body)
+        if passed is not None or any(n.value == "params" for n in read):
+            self.wrapper_problem = (
+                f"Estimator left as it is: its model_fn wraps `{self.code(body.func)}`, "
+                "which it gives a `params` of its own, and TPUEstimator passes its params "
+                "(with the batch size) to the model_fn; rename that argument by hand"
+            )
+            return None
+        plan.wrapper, plan.wrapper_forwards = key, True
+        return inner
 
     def shim_name(self, func: cst.BaseExpression) -> str | None:
         """`premade.DNNClassifier` for `tpu_runtime.premade.DNNClassifier`, and so on."""
@@ -2412,6 +2479,21 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
             "params['batch_size'] by hand"
         )
     return _NOT_FOUND
+
+
+def _body_statements(fn: cst.FunctionDef) -> list[cst.BaseStatement]:
+    """A def's statements, without its docstring."""
+    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    first = body[0] if body else None
+    if (
+        isinstance(first, cst.SimpleStatementLine)
+        and isinstance(first.body[0], cst.Expr)
+        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        body = body[1:]
+    if isinstance(fn.body, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(fn.body.body)]
+    return body
 
 
 def _returned_call(fn: cst.FunctionDef) -> cst.Call | None:
