@@ -654,6 +654,8 @@ class _UseCollector(_Scoped):
         self.branches: list[tuple[int, int]] = []
         self.branch_of: dict[int, tuple[int, int]] = {}
         self.wrapper_problem: str | None = None  # why the model_fn wrapper just seen stays
+        # id(a spec as a project function's call makes it) -> the site of the spec it returns
+        self.spec_sites: dict[int, tuple[str, str, str]] = {}
 
     def collect(self) -> None:
         shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
@@ -677,6 +679,81 @@ class _UseCollector(_Scoped):
                     "Estimator left as it is: its numpy/pandas input functions need the "
                     "params-aware versions in est2tpu.runtime, which --no-runtime forbids"
                 )
+
+    def spec_from_helper(
+        self, arg: cst.BaseExpression, spec_var: str | None, mode: Mode
+    ) -> cst.Call | None:
+        """`train_spec = inputs.get_train_spec(path, args.batch_size)`, where the project
+        function only returns `TrainSpec(make_input_fn(path, batch_size=batch_size), ...)`:
+        that spec as this call makes it (the function's parameters replaced by what the call
+        passes, its module's functions named through the module the call names), so that
+        its input function is followed as if built here. The spec's rewrites and findings
+        stay where the function returns it. None when any name of its input function means
+        something only inside the function's module."""
+        made = self.lookup(self.values, spec_var) if spec_var is not None else arg
+        if not isinstance(made, cst.Call) or any(a.star for a in made.args):
+            return None
+        helper = self.ix.resolve_fn(self.src, self.here, made.func)
+        if helper is None or "." in helper[1]:
+            return None
+        fn = self.ix.fn(helper)
+        owner = self.ix.modules[helper[0]]
+        returned = _returned_call(fn)
+        name = owner.imports.tf_name(returned.func) if returned is not None else None
+        if returned is None or name not in SPEC_CTORS or Mode(SPEC_CTORS[name]) is not mode:
+            return None
+        fn_arg = call_arg(returned, "input_fn", 0)
+        if fn_arg is None or not isinstance(fn_arg.value, (cst.Call, cst.Name)):
+            return None
+        if isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None:
+            return None
+        bound = _bind(fn, made)
+        values: dict[str, cst.BaseExpression] = {}
+        for param in param_names(fn):
+            value = bound.get(param, _default(fn, param))
+            if value is not None:
+                values[param] = value
+        module: cst.BaseExpression | None = None
+        if helper[0] != self.src.path:
+            if not isinstance(made.func, cst.Attribute):
+                return None  # `from inputs import get_train_spec`: its module has no name here
+            module = made.func.value
+        here = self.src.imports.bindings
+        for read in names_read(fn_arg.value):
+            imported = owner.imports.bindings.get(read.value)
+            if not (
+                read.value in values
+                or read.value in owner.defs
+                or read.value in ("True", "False", "None")
+                or (imported is not None and here.get(read.value) == imported)
+            ):
+                return None
+
+        class Substitute(cst.CSTTransformer):
+            def leave_Name(
+                self, original_node: cst.Name, updated_node: cst.Name
+            ) -> cst.BaseExpression:
+                name = original_node.value
+                if name in values:
+                    return values[name]
+                if name in owner.defs and module is not None:
+                    return cst.Attribute(module, cst.Name(name))
+                return updated_node
+
+            def leave_Attribute(
+                self, original_node: cst.Attribute, updated_node: cst.Attribute
+            ) -> cst.Attribute:
+                return updated_node.with_changes(attr=original_node.attr)
+
+            def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+                return updated_node.with_changes(keyword=original_node.keyword)
+
+        input_fn = fn_arg.value.visit(Substitute())
+        if not isinstance(input_fn, cst.BaseExpression):
+            return None
+        spec = cst.Call(returned.func, [cst.Arg(input_fn)])
+        self.spec_sites[id(spec)] = (helper[0], helper[1], self.code(returned))
+        return spec
 
     def helper_spec(
         self, arg: cst.BaseExpression, spec_var: str | None, est_name: str, mode: Mode
@@ -712,8 +789,9 @@ class _UseCollector(_Scoped):
                 continue
             size = "train_batch_size" if spec == "TrainSpec" else "eval_batch_size"
             self.ix.index.use_sites.setdefault(site_key, UseSite()).problems.append(
-                f"this {spec} reaches train_and_evaluate through `{helper}(...)`, which "
-                "est2tpu does not follow: its input function's batch size reaches no "
+                f"this {spec} reaches train_and_evaluate through `{helper}(...)`, whose "
+                "input function est2tpu cannot follow from the call (it reads names that "
+                "only that function or its module has): its batch size reaches no "
                 "TPUEstimator (it trains on CPU, fails on TPU); pass "
                 f"{size}=<that batch size> to the TPUEstimator and batch by "
                 "params['batch_size'] in the input function by hand"
@@ -805,7 +883,7 @@ class _UseCollector(_Scoped):
 
     def ctor_refusal(self, node: cst.Call, plan: CtorPlan) -> str | None:
         """Why this Estimator cannot become a TPUEstimator, or None."""
-        if plan.model_fn is None and self.wrapper_problem is not None:
+        if self.wrapper_problem is not None:
             problem, self.wrapper_problem = self.wrapper_problem, None
             return problem
         if plan.model_fn is None:
@@ -918,6 +996,7 @@ class _UseCollector(_Scoped):
             config = call_arg(node, "config", 2)
             plan.config_is_run_config = config is not None and self.is_run_config(config.value)
             if plan.tpu:
+                self.wrapper_problem = None  # the user's own TPUEstimator: as it is
                 self.tpu_ctor(node, plan)
             else:
                 plan.refusal = self.ctor_refusal(node, plan)
@@ -945,7 +1024,11 @@ class _UseCollector(_Scoped):
                 if spec is not None:
                     spec_call = spec[1]
                 elif spec_call is not None or spec_var is not None:
-                    self.helper_spec(arg.value, spec_var, est_name, mode)
+                    inlined = self.spec_from_helper(arg.value, spec_var, mode)
+                    if inlined is not None:
+                        spec_call = inlined
+                    else:
+                        self.helper_spec(arg.value, spec_var, est_name, mode)
                 if spec_call is not None:
                     fn_arg = call_arg(spec_call, "input_fn", 0)
                     if fn_arg is not None:
@@ -1048,6 +1131,8 @@ class _UseCollector(_Scoped):
                 plan.wrapper = key  # passes them on already (a run before rewrote it)
                 return inner
             return fn_key
+        if self.ix.facade:
+            return inner  # the tf2 facade calls the wrapper as Estimator did: as it is
         read = names_read(wrapper.body)
         if passed is not None or any(n.value == "params" for n in read):
             self.wrapper_problem = (
@@ -1055,7 +1140,7 @@ class _UseCollector(_Scoped):
                 "which it gives a `params` of its own, and TPUEstimator passes its params "
                 "(with the batch size) to the model_fn; rename that argument by hand"
             )
-            return None
+            return inner  # its EstimatorSpecs stay right for the Estimator that stays
         plan.wrapper, plan.wrapper_forwards = key, True
         return inner
 
@@ -1091,7 +1176,7 @@ class _UseCollector(_Scoped):
             ctor = self.estimator_of(est_var) if est_var else None
             if est_var and ctor is None and self.lookup(self.estimators, est_var) is None:
                 return  # a call's result, and not an Estimator the index knows of
-            site_key = (self.src.path, scope, self.code(call))
+            site_key = self.spec_sites.get(id(call), (self.src.path, scope, self.code(call)))
             site = self.ix.index.use_sites.setdefault(site_key, UseSite())
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             self.ctor_scope = ctor[1] if ctor is not None else None
