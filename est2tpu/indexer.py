@@ -1119,6 +1119,8 @@ class _UseCollector(_Scoped):
             return None
         if not isinstance(body, cst.Call) or any(a.star for a in body.args):
             return fn_key
+        if any(list(iter_calls(a.value)) for a in body.args):
+            return fn_key  # computes some of the model itself: it is (part of) the model_fn
         inner = self.ix.resolve_model_fn(src, scope, body.func)
         if inner is None or inner == fn_key:
             return fn_key
