@@ -909,6 +909,14 @@ class _UseCollector(_Scoped):
                     "TPUEstimator reserves (and the model_fn reads them, which breaks "
                     "export); rename them and their readers by hand"
                 )
+        flags_call, flagged = self.reserved_flags(params.value) if params else ("", [])
+        if flagged:
+            return (
+                f"params is `{flags_call}`, the values of the flags, which hold "
+                f"{', '.join(map(repr, flagged))}, a key TPUEstimator reserves (it raises "
+                "ValueError); pass params without it (TPUEstimator's params['batch_size'] "
+                "is the per-shard batch size) by hand"
+            )
         config = call_arg(node, "config", 2)
         if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
             return (
@@ -917,6 +925,37 @@ class _UseCollector(_Scoped):
                 "by hand"
             )
         return None
+
+    def reserved_flags(self, expr: cst.BaseExpression) -> tuple[str, list[str]]:
+        """The keys TPUEstimator reserves that `FLAGS.flag_values_dict()` (passed as params,
+        or a name bound to it) holds: the flags this module defines under those names; and
+        that call's code."""
+        held: cst.BaseExpression | None = expr
+        if isinstance(expr, cst.Name):
+            held = self.lookup(self.values, expr.value)
+        if not (
+            isinstance(held, cst.Call)
+            and isinstance(held.func, cst.Attribute)
+            and held.func.attr.value == "flag_values_dict"
+        ):
+            return "", []
+        receiver = held.func.value
+        if isinstance(receiver, cst.Name) and receiver.value in self.module_values:
+            receiver = self.module_values[receiver.value]
+        if not (self.src.imports.qualify(receiver) or "").endswith("flags.FLAGS"):
+            return "", []
+        defined: set[str] = set()
+        for call in iter_calls(self.src.module):
+            qualified = self.src.imports.qualify(call.func) or ""
+            module, _, define = qualified.rpartition(".")
+            first = call.args[0].value if call.args else None
+            if (
+                module.endswith("flags")
+                and define.startswith("DEFINE_")
+                and isinstance(first, cst.SimpleString)
+            ):
+                defined.add(str(first.evaluated_value))
+        return self.code(held), sorted(defined & {"batch_size", "context"})
 
     def is_run_config(self, expr: cst.BaseExpression) -> bool:
         """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""
