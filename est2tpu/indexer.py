@@ -909,7 +909,10 @@ class _UseCollector(_Scoped):
                     "TPUEstimator reserves (and the model_fn reads them, which breaks "
                     "export); rename them and their readers by hand"
                 )
-        flags_call, flagged = self.reserved_flags(params.value) if params else ("", [])
+        # (the tf2 facade reserves no key)
+        flags_call, flagged = (
+            self.reserved_flags(params.value) if params and not self.ix.facade else ("", [])
+        )
         if flagged:
             return (
                 f"params is `{flags_call}`, the values of the flags, which hold "
