@@ -314,7 +314,7 @@ def _specs_of_estimator_model_fns(
     tree: ast.Module, res: _Resolver, spans: dict[int, tuple[int, int]]
 ) -> dict[int, tuple[tuple[int, int], ...]]:
     """Line of each EstimatorSpec call in a def that a plain Estimator of this file is built
-    with (`model_fn=name`, `self.name`, `Cls.name`) -> the span of that Estimator's statement;
+    with (`model_fn=name`, `self.name`, `Cls.name`, a lambda calling one) -> the span of that Estimator's statement;
     in a module-level `model_fn` that none is built with -> the span of its header."""
     estimators: dict[str, tuple[int, int]] = {}
     for node in ast.walk(tree):
@@ -326,6 +326,8 @@ def _specs_of_estimator_model_fns(
         arg = next((k.value for k in node.keywords if k.arg == "model_fn"), None)
         if arg is None and node.args:
             arg = node.args[0]
+        if isinstance(arg, ast.Lambda) and isinstance(arg.body, ast.Call):
+            arg = arg.body.func  # a wrapper: the model_fn it calls
         name = arg.id if isinstance(arg, ast.Name) else None
         name = arg.attr if isinstance(arg, ast.Attribute) else name
         if name is not None:

@@ -107,6 +107,11 @@ class CtorPlan:
     # `params=<name>` whose dict may hold "batch_size" and stays as it is (read elsewhere, or
     # all the flags): the TPUEstimator gets a copy without the key
     params_copy: str | None = None
+    # its model_fn argument is a wrapper (a lambda, or a def that only returns a call) of
+    # `model_fn`: the wrapper's key in ProjectIndex.model_fn_wrappers, and whether it must
+    # still take and forward TPUEstimator's params
+    wrapper: tuple[str, str, str] | None = None
+    wrapper_forwards: bool = False
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:
@@ -193,6 +198,12 @@ class ProjectIndex:
     bound_lambdas: dict[tuple[str, str, str], UseSite] = field(default_factory=dict)
     # project functions that batch for input functions (TPU005 rewrites them too)
     batch_helpers: dict[FnKey, BatchHelper] = field(default_factory=dict)
+    # model_fn wrappers (`lambda features, labels, mode: model_fn(features, labels, mode,
+    # FLAGS)`, or a def that only returns such a call) of a model_fn that TPUEstimator runs:
+    # (path, scope, lambda code; "" for a def, whose scope is its own key) -> the model_fn.
+    # TPU007 makes each take `params` and pass them on: TPUEstimator calls no model_fn
+    # without a params argument, and the model_fn's own code reads params["use_tpu"].
+    model_fn_wrappers: dict[tuple[str, str, str], FnKey] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

@@ -531,6 +531,14 @@ class Indexer:
                     "Estimator left as it is: its model_fn is shared with an Estimator that "
                     "cannot be converted"
                 )
+        for plan in self.index.ctors.values():
+            if (
+                plan.wrapper_forwards
+                and plan.wrapper
+                and plan.model_fn
+                and (plan.convert or plan.tpu)
+            ):
+                self.index.model_fn_wrappers[plan.wrapper] = plan.model_fn
         self.index.model_fns = {
             p.model_fn
             for p in self.index.ctors.values()
@@ -717,6 +725,9 @@ class _UseCollector(_Scoped):
         # body, 1 in its else); and the branch each bound value was bound in
         self.branches: list[tuple[int, int]] = []
         self.branch_of: dict[int, tuple[int, int]] = {}
+        self.wrapper_problem: str | None = None  # why the model_fn wrapper just seen stays
+        # id(a spec as a project function's call makes it) -> the site of the spec it returns
+        self.spec_sites: dict[int, tuple[str, str, str]] = {}
 
     def collect(self) -> None:
         shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
@@ -740,6 +751,81 @@ class _UseCollector(_Scoped):
                     "Estimator left as it is: its numpy/pandas input functions need the "
                     "params-aware versions in est2tpu.runtime, which --no-runtime forbids"
                 )
+
+    def spec_from_helper(
+        self, arg: cst.BaseExpression, spec_var: str | None, mode: Mode
+    ) -> cst.Call | None:
+        """`train_spec = inputs.get_train_spec(path, args.batch_size)`, where the project
+        function only returns `TrainSpec(make_input_fn(path, batch_size=batch_size), ...)`:
+        that spec as this call makes it (the function's parameters replaced by what the call
+        passes, its module's functions named through the module the call names), so that
+        its input function is followed as if built here. The spec's rewrites and findings
+        stay where the function returns it. None when any name of its input function means
+        something only inside the function's module."""
+        made = self.lookup(self.values, spec_var) if spec_var is not None else arg
+        if not isinstance(made, cst.Call) or any(a.star for a in made.args):
+            return None
+        helper = self.ix.resolve_fn(self.src, self.here, made.func)
+        if helper is None or "." in helper[1]:
+            return None
+        fn = self.ix.fn(helper)
+        owner = self.ix.modules[helper[0]]
+        returned = _returned_call(fn)
+        name = owner.imports.tf_name(returned.func) if returned is not None else None
+        if returned is None or name not in SPEC_CTORS or Mode(SPEC_CTORS[name]) is not mode:
+            return None
+        fn_arg = call_arg(returned, "input_fn", 0)
+        if fn_arg is None or not isinstance(fn_arg.value, (cst.Call, cst.Name)):
+            return None
+        if isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None:
+            return None
+        bound = _bind(fn, made)
+        values: dict[str, cst.BaseExpression] = {}
+        for param in param_names(fn):
+            value = bound.get(param, _default(fn, param))
+            if value is not None:
+                values[param] = value
+        module: cst.BaseExpression | None = None
+        if helper[0] != self.src.path:
+            if not isinstance(made.func, cst.Attribute):
+                return None  # `from inputs import get_train_spec`: its module has no name here
+            module = made.func.value
+        here = self.src.imports.bindings
+        for read in names_read(fn_arg.value):
+            imported = owner.imports.bindings.get(read.value)
+            if not (
+                read.value in values
+                or read.value in owner.defs
+                or read.value in ("True", "False", "None")
+                or (imported is not None and here.get(read.value) == imported)
+            ):
+                return None
+
+        class Substitute(cst.CSTTransformer):
+            def leave_Name(
+                self, original_node: cst.Name, updated_node: cst.Name
+            ) -> cst.BaseExpression:
+                name = original_node.value
+                if name in values:
+                    return values[name]
+                if name in owner.defs and module is not None:
+                    return cst.Attribute(module, cst.Name(name))
+                return updated_node
+
+            def leave_Attribute(
+                self, original_node: cst.Attribute, updated_node: cst.Attribute
+            ) -> cst.Attribute:
+                return updated_node.with_changes(attr=original_node.attr)
+
+            def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+                return updated_node.with_changes(keyword=original_node.keyword)
+
+        input_fn = fn_arg.value.visit(Substitute())
+        if not isinstance(input_fn, cst.BaseExpression):
+            return None
+        spec = cst.Call(returned.func, [cst.Arg(input_fn)])
+        self.spec_sites[id(spec)] = (helper[0], helper[1], self.code(returned))
+        return spec
 
     def helper_spec(
         self, arg: cst.BaseExpression, spec_var: str | None, est_name: str, mode: Mode
@@ -775,8 +861,9 @@ class _UseCollector(_Scoped):
                 continue
             size = "train_batch_size" if spec == "TrainSpec" else "eval_batch_size"
             self.ix.index.use_sites.setdefault(site_key, UseSite()).problems.append(
-                f"this {spec} reaches train_and_evaluate through `{helper}(...)`, which "
-                "est2tpu does not follow: its input function's batch size reaches no "
+                f"this {spec} reaches train_and_evaluate through `{helper}(...)`, whose "
+                "input function est2tpu cannot follow from the call (it reads names that "
+                "only that function or its module has): its batch size reaches no "
                 "TPUEstimator (it trains on CPU, fails on TPU); pass "
                 f"{size}=<that batch size> to the TPUEstimator and batch by "
                 "params['batch_size'] in the input function by hand"
@@ -868,6 +955,9 @@ class _UseCollector(_Scoped):
 
     def ctor_refusal(self, node: cst.Call, plan: CtorPlan) -> str | None:
         """Why this Estimator cannot become a TPUEstimator, or None."""
+        if self.wrapper_problem is not None:
+            problem, self.wrapper_problem = self.wrapper_problem, None
+            return problem
         if plan.model_fn is None:
             return (
                 "Estimator left as it is: its model_fn is not a function defined in this "
@@ -922,6 +1012,22 @@ class _UseCollector(_Scoped):
                     # where the Estimator copied the dict it was given.
                     plan.params_copy = name
                     plan.params_batch = f'{name}["batch_size"]'
+        # (the tf2 facade reserves no key; a name bound to the flags' dict lost its key above)
+        flags_call, flagged = (
+            self.reserved_flags(params.value)
+            if params
+            and not self.ix.facade
+            and plan.params_copy is None
+            and plan.params_binding is None
+            else ("", [])
+        )
+        if flagged:
+            return (
+                f"params is `{flags_call}`, the values of the flags, which hold "
+                f"{', '.join(map(repr, flagged))}, a key TPUEstimator reserves (it raises "
+                "ValueError); pass params without it (TPUEstimator's params['batch_size'] "
+                "is the per-shard batch size) by hand"
+            )
         config = call_arg(node, "config", 2)
         if config is not None and not self.ix.use_runtime and not plan.config_is_run_config:
             return (
@@ -1016,6 +1122,37 @@ class _UseCollector(_Scoped):
             return (scope, name, fn), value
         return None, None
 
+    def reserved_flags(self, expr: cst.BaseExpression) -> tuple[str, list[str]]:
+        """The keys TPUEstimator reserves that `FLAGS.flag_values_dict()` (passed as params,
+        or a name bound to it) holds: the flags this module defines under those names; and
+        that call's code."""
+        held: cst.BaseExpression | None = expr
+        if isinstance(expr, cst.Name):
+            held = self.lookup(self.values, expr.value)
+        if not (
+            isinstance(held, cst.Call)
+            and isinstance(held.func, cst.Attribute)
+            and held.func.attr.value == "flag_values_dict"
+        ):
+            return "", []
+        receiver = held.func.value
+        if isinstance(receiver, cst.Name) and receiver.value in self.module_values:
+            receiver = self.module_values[receiver.value]
+        if not (self.src.imports.qualify(receiver) or "").endswith("flags.FLAGS"):
+            return "", []
+        defined: set[str] = set()
+        for call in iter_calls(self.src.module):
+            qualified = self.src.imports.qualify(call.func) or ""
+            module, _, define = qualified.rpartition(".")
+            first = call.args[0].value if call.args else None
+            if (
+                module.endswith("flags")
+                and define.startswith("DEFINE_")
+                and isinstance(first, cst.SimpleString)
+            ):
+                defined.add(str(first.evaluated_value))
+        return self.code(held), sorted(defined & {"batch_size", "context"})
+
     def is_run_config(self, expr: cst.BaseExpression) -> bool:
         """A RunConfig call, its `.replace(...)`, or a name assigned one in this module."""
         if isinstance(expr, cst.Call):
@@ -1085,6 +1222,7 @@ class _UseCollector(_Scoped):
             fn_key = None
             if arg is not None:
                 fn_key = self.model_fn_of(arg.value)
+                fn_key = self.wrapped_model_fn(plan, arg.value, fn_key)
             plan.model_fn = fn_key
             if fn_key is None and arg is not None:
                 self.model_fn_parameter(node, plan, arg.value)
@@ -1093,6 +1231,7 @@ class _UseCollector(_Scoped):
             config = call_arg(node, "config", 2)
             plan.config_is_run_config = config is not None and self.is_run_config(config.value)
             if plan.tpu:
+                self.wrapper_problem = None  # the user's own TPUEstimator: as it is
                 self.tpu_ctor(node, plan)
             else:
                 plan.refusal = self.ctor_refusal(node, plan)
@@ -1120,7 +1259,11 @@ class _UseCollector(_Scoped):
                 if spec is not None:
                     spec_call = spec[1]
                 elif spec_call is not None or spec_var is not None:
-                    self.helper_spec(arg.value, spec_var, est_name, mode)
+                    inlined = self.spec_from_helper(arg.value, spec_var, mode)
+                    if inlined is not None:
+                        spec_call = inlined
+                    else:
+                        self.helper_spec(arg.value, spec_var, est_name, mode)
                 if spec_call is not None:
                     fn_arg = call_arg(spec_call, "input_fn", 0)
                     if fn_arg is not None:
@@ -1180,6 +1323,64 @@ class _UseCollector(_Scoped):
                 return _returned_def(self.ix, factory)
         return None
 
+    def wrapped_model_fn(
+        self, plan: CtorPlan, expr: cst.BaseExpression, fn_key: FnKey | None
+    ) -> FnKey | None:
+        """The model_fn a wrapper runs: `lambda features, labels, mode: lr_model_fn(features,
+        labels, mode, FLAGS)` (here, or held in a name), or a project def that only returns
+        such a call. Its EstimatorSpecs are the ones to convert; the wrapper must take
+        TPUEstimator's params and pass them on (`plan.wrapper`, which TPU007 rewrites).
+        Anything else: `fn_key`, as resolved."""
+        lam: cst.Lambda | None = None
+        if isinstance(expr, cst.Lambda):
+            lam, scope = expr, self.here
+        elif isinstance(expr, cst.Name) and fn_key is None:
+            held = self.lookup(self.values, expr.value)
+            if isinstance(held, cst.Lambda):
+                lam, scope = held, self.lambda_scopes.get(id(held), self.here)
+        wrapper: cst.Lambda | cst.FunctionDef
+        if lam is not None:
+            src, wrapper, key = self.src, lam, (self.src.path, scope, self.code(lam))
+            body = lam.body
+        elif fn_key is not None:
+            src, scope = self.ix.modules[fn_key[0]], fn_key[1]
+            fn = self.ix.fn(fn_key)
+            key = (fn_key[0], fn_key[1], "")
+            returned = _returned_call(fn)
+            if returned is None or len(_body_statements(fn)) != 1:
+                return fn_key
+            wrapper, body = fn, returned
+        else:
+            return None
+        if not isinstance(body, cst.Call) or any(a.star for a in body.args):
+            return fn_key
+        if any(list(iter_calls(a.value)) for a in body.args):
+            return fn_key  # computes some of the model itself: it is (part of) the model_fn
+        inner = self.ix.resolve_model_fn(src, scope, body.func)
+        if inner is None or inner == fn_key:
+            return fn_key
+        inner_fn = self.ix.fn(inner)
+        if isinstance(inner_fn.params.star_arg, cst.Param) or inner_fn.params.star_kwarg:
+            return fn_key
+        passed = _bind(inner_fn, body).get("params")
+        if "params" in param_names(wrapper):
+            if isinstance(passed, cst.Name) and passed.value == "params":
+                plan.wrapper = key  # passes them on already (a run before rewrote it)
+                return inner
+            return fn_key
+        if self.ix.facade:
+            return inner  # the tf2 facade calls the wrapper as Estimator did: as it is
+        read = names_read(wrapper.body)
+        if passed is not None or any(n.value == "params" for n in read):
+            self.wrapper_problem = (
+                f"Estimator left as it is: its model_fn wraps `{self.code(body.func)}`, "
+                "which it gives a `params` of its own, and TPUEstimator passes its params "
+                "(with the batch size) to the model_fn; rename that argument by hand"
+            )
+            return inner  # its EstimatorSpecs stay right for the Estimator that stays
+        plan.wrapper, plan.wrapper_forwards = key, True
+        return inner
+
     def shim_name(self, func: cst.BaseExpression) -> str | None:
         """`premade.DNNClassifier` for `tpu_runtime.premade.DNNClassifier`, and so on."""
         qualified = self.src.imports.qualify(func) or ""
@@ -1212,7 +1413,7 @@ class _UseCollector(_Scoped):
             ctor = self.estimator_of(est_var) if est_var else None
             if est_var and ctor is None and self.lookup(self.estimators, est_var) is None:
                 return  # a call's result, and not an Estimator the index knows of
-            site_key = (self.src.path, scope, self.code(call))
+            site_key = self.spec_sites.get(id(call), (self.src.path, scope, self.code(call)))
             site = self.ix.index.use_sites.setdefault(site_key, UseSite())
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             self.ctor_scope = ctor[1] if ctor is not None else None
@@ -2600,6 +2801,21 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
             "params['batch_size'] by hand"
         )
     return _NOT_FOUND
+
+
+def _body_statements(fn: cst.FunctionDef) -> list[cst.BaseStatement]:
+    """A def's statements, without its docstring."""
+    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    first = body[0] if body else None
+    if (
+        isinstance(first, cst.SimpleStatementLine)
+        and isinstance(first.body[0], cst.Expr)
+        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        body = body[1:]
+    if isinstance(fn.body, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(fn.body.body)]
+    return body
 
 
 def _returned_call(fn: cst.FunctionDef) -> cst.Call | None:

@@ -780,6 +780,15 @@ def _statement_kind(
     if len(stmt.body) != 1:
         return None
     small = stmt.body[0]
+    if (
+        isinstance(small, cst.Assign)
+        and len(small.targets) > 1
+        and isinstance(small.value, cst.Name)
+        and small.value.value == "None"
+        and all(isinstance(t.target, cst.Name) for t in small.targets)
+        and any(dotted(t.target) == var for t in small.targets)
+    ):
+        return "none"  # `loss = train_op = var = None`: the modes without metrics
     if isinstance(small, cst.Assign) and len(small.targets) == 1:
         target = small.targets[0].target
         if isinstance(target, cst.Name) and target.value == var:

@@ -6,7 +6,15 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from est2tpu.cstutil import explode, is_multiline, kwarg, too_long, with_kwarg
+from est2tpu.cstutil import (
+    add_param,
+    explode,
+    has_param,
+    is_multiline,
+    kwarg,
+    too_long,
+    with_kwarg,
+)
 from est2tpu.index import Mode, node_code, resolved_batch_sizes
 from est2tpu.rule import FileState, Rule
 
@@ -20,7 +28,46 @@ class TpuEstimator(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return any(key[0] == state.path for key in state.index.ctors)
+        return (
+            any(key[0] == state.path for key in state.index.ctors)
+            or any(key[0] == state.path for key in state.index.model_fn_wrappers)
+            or any(fn[0] == state.path for fn in state.index.model_fn_wrappers.values())
+        )
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        key = (self.state.path, self.here, node_code(original_node))
+        if key not in self.state.index.model_fn_wrappers or has_param(updated_node, "params"):
+            return updated_node
+        self.record(original_node, "the model_fn wrapper passes TPUEstimator's params on")
+        return updated_node.with_changes(
+            params=_with_lambda_param(updated_node.params), body=_forward(updated_node.body)
+        )
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        wrappers = self.state.index.model_fn_wrappers
+        if (self.state.path, self.here) in wrappers.values() and not has_param(
+            updated_node, "params"
+        ):
+            # what its wrapper passes on (by keyword: after the parameters it has)
+            updated_node = add_param(updated_node, "params")
+        if (self.state.path, self.here, "") not in wrappers or has_param(updated_node, "params"):
+            return updated_node
+
+        updated = updated_node
+
+        class Forward(cst.CSTTransformer):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is updated
+
+            def leave_Return(self, o: cst.Return, u: cst.Return) -> cst.Return:
+                return u.with_changes(value=_forward(u.value)) if u.value is not None else u
+
+        self.record(original_node, "the model_fn wrapper passes TPUEstimator's params on")
+        forwarded = updated_node.visit(Forward())
+        assert isinstance(forwarded, cst.FunctionDef)
+        return add_param(forwarded, "params")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.tf_name(original_node.func) != "estimator.Estimator":
@@ -233,3 +280,20 @@ def _without_params_key(call: cst.Call, element: cst.DictElement) -> cst.Call:
 
     params = kwarg(call, "params") or _positional(call, 3)
     return call.with_changes(args=[strip(a) if a is params else a for a in call.args])
+
+
+def _forward(body: cst.BaseExpression | None) -> cst.BaseExpression:
+    """The model_fn call a wrapper makes, passing `params=params` on."""
+    assert isinstance(body, cst.Call)
+    return with_kwarg(body, "params", cst.Name("params"))
+
+
+def _with_lambda_param(params: cst.Parameters) -> cst.Parameters:
+    """`lambda features, labels, mode` -> `lambda features, labels, mode, params`."""
+    listed = list(params.params)
+    new = cst.Param(cst.Name("params"))
+    if listed:
+        listed[-1] = listed[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
+    return params.with_changes(params=[*listed, new])
