@@ -18,13 +18,47 @@ def int_literal(expr: cst.BaseExpression) -> bool:
 
 
 def is_params_batch_size(expr: cst.BaseExpression) -> bool:
-    """`params["batch_size"]` (either quote style)."""
+    """`params["batch_size"]` (either quote style), or `params.get("batch_size", E)`."""
+    if params_get_default(expr) is not None:
+        return True
     if not isinstance(expr, cst.Subscript) or dotted(expr.value) != "params":
         return False
     if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
         return False
     key = expr.slice[0].slice.value
     return isinstance(key, cst.SimpleString) and key.evaluated_value == "batch_size"
+
+
+def params_get_default(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`E` of `params.get("batch_size", E)`: the batch size of an input function that
+    also feeds code passing no batch size (InputFnPlan.other_consumers)."""
+    if not (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "get"
+        and dotted(expr.func.value) == "params"
+        and len(expr.args) == 2
+        and all(a.keyword is None and not a.star for a in expr.args)
+    ):
+        return None
+    key = expr.args[0].value
+    if isinstance(key, cst.SimpleString) and key.evaluated_value == "batch_size":
+        return expr.args[1].value
+    return None
+
+
+def params_batch_size_or(own: cst.BaseExpression) -> cst.Call:
+    """`params.get("batch_size", own)`."""
+    return cst.Call(
+        cst.Attribute(cst.Name("params"), cst.Name("get")),
+        [
+            cst.Arg(
+                cst.SimpleString('"batch_size"'),
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+            ),
+            cst.Arg(own),
+        ],
+    )
 
 
 def batch_calls(fn: cst.FunctionDef) -> list[cst.Call]:

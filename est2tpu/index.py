@@ -55,6 +55,10 @@ class InputFnPlan:
     helper_repeats: bool = False
     # `a, b = helper(...)`, `return {"x": a}, b`: the names it maps over the helper's dataset
     helper_unpacked: list[str] | None = None
+    # what else receives it that est2tpu leaves as it is and that passes no
+    # params["batch_size"] (`adanet.Estimator`, an Evaluator, a train_and_evaluate over an
+    # Estimator subclass): its batch then reads params.get("batch_size", <its own size>)
+    other_consumers: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from est2tpu.batching import (
     is_params_batch_size,
     is_structure,
     last_block,
+    params_get_default,
     returned_value,
     returns_names,
     unpack_target,
@@ -376,6 +377,7 @@ class Indexer:
         self.builder_params: list[tuple[_UseCollector, cst.Call, CtorPlan, FnKey, str]] = []
         self.collectors: dict[str, _UseCollector] = {}  # by module path, while building
         self.package_dirs: dict[tuple[PurePath, str], bool] = {}  # see `stands_for`
+        self.consumers: dict[FnKey, list[str]] = {}  # see InputFnPlan.other_consumers
 
     @staticmethod
     def source(
@@ -552,6 +554,10 @@ class Indexer:
         self.check_batch_helpers()
         for collector in collectors:
             collector.direct_calls()
+            collector.passed_on()
+        for key, consumers in self.consumers.items():
+            if key in self.index.input_fns:
+                self.index.input_fns[key].other_consumers = list(dict.fromkeys(consumers))
         if self.follow_helpers:
             self.index.model_fn_helpers = (
                 self.helpers_of(
@@ -699,7 +705,7 @@ class _UseCollector(_Scoped):
         # (scope, name) -> its bindings in source order, each with the position it is made
         # at: a name bound twice (the training input, later the evaluation one) means what
         # its live binding says at each use
-        self.estimators: _Bindings[tuple[str, str, str]] = {}
+        self.estimators: _Bindings[CallKey | None] = {}
         self.specs: _Bindings[tuple[Mode, cst.Call]] = {}
         self.numpy_inputs: _Bindings[cst.Call] = {}
         self.values: _Bindings[cst.BaseExpression] = {}  # names assigned a call or a lambda
@@ -927,6 +933,11 @@ class _UseCollector(_Scoped):
             return
         self.assign_targets[id(node.value)] = target
         name = self.src.imports.tf_name(node.value.func)
+        if name is None and call_kind(self.src.imports, node.value.func) is None:
+            # `estimator = adanet.Estimator(...)` after `estimator = LinearClassifier(...)`:
+            # the name no longer holds the Estimator est2tpu built (a project builder's
+            # call is still followed through `values`)
+            self.bind(self.estimators, target, None)
         if name in SPEC_CTORS:
             self.bind(self.specs, target, (Mode(SPEC_CTORS[name]), node.value))
 
@@ -1411,11 +1422,17 @@ class _UseCollector(_Scoped):
         try:
             self.reach = {}
             ctor = self.estimator_of(est_var) if est_var else None
-            if est_var and ctor is None and self.lookup(self.estimators, est_var) is None:
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
+            if est_var and (plan is None or not (plan.convert or plan.tpu)):
+                # An estimator est2tpu leaves as it is: it passes its own params (no
+                # "batch_size") to this input function, which may feed a TPUEstimator too.
+                held = self.lookup(self.values, est_var)
+                holder = self.code(held.func) if isinstance(held, cst.Call) else est_var
+                self.consumer(input_fn, f"`{holder}`")
+            if est_var and ctor is None:
                 return  # a call's result, and not an Estimator the index knows of
             site_key = self.spec_sites.get(id(call), (self.src.path, scope, self.code(call)))
             site = self.ix.index.use_sites.setdefault(site_key, UseSite())
-            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             self.ctor_scope = ctor[1] if ctor is not None else None
             self.ctor_path = ctor[0] if ctor is not None else None
             self.ctor_at = self.ctor_seq.get(ctor) if ctor is not None else None
@@ -1458,6 +1475,66 @@ class _UseCollector(_Scoped):
         if plan is None or result is None or not commit:
             return
         plan.batch_sizes.setdefault(mode, []).append(result)
+
+    def consumer(self, expr: cst.BaseExpression, what: str) -> None:
+        """`expr` (an input function, or what makes one) reaches `what`, which est2tpu
+        leaves as it is (InputFnPlan.other_consumers)."""
+        key = self.input_fn_key(expr)
+        if key is not None:
+            self.ix.consumers.setdefault(key, []).append(what)
+
+    def input_fn_key(self, expr: cst.BaseExpression, depth: int = 0) -> FnKey | None:
+        """The project def an input_fn argument runs, as `analyse_input_fn` finds it (a def,
+        a name bound to one, a factory's closure, a lambda or partial calling one), without
+        planning anything."""
+        expr = _unwrap_partial(self, expr)
+        if isinstance(expr, cst.Lambda):
+            expr = expr.body.func if isinstance(expr.body, cst.Call) else expr.body
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
+            factory = self.ix.resolve_fn(self.src, self.here, expr.value.func)
+            index = _int_subscript(expr)
+            if factory is None or index is None:
+                return None
+            return _returned_def(self.ix, factory, index)
+        if isinstance(expr, cst.Call):
+            factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            if factory is None or factory[1] not in self.ix.modules[factory[0]].defs:
+                return None
+            return _returned_def(self.ix, factory)
+        key = self.ix.resolve_fn(self.src, self.here, expr)
+        if key is None and isinstance(expr, cst.Name) and depth < 4:
+            value = self.lookup(self.values, expr.value)
+            if value is not None:
+                return self.input_fn_key(value, depth + 1)
+        return key
+
+    def passed_on(self) -> None:
+        """Calls of code est2tpu does not migrate (not TensorFlow's, not the project's) that
+        receive an input function the index plans a batch rewrite for: `adanet.Evaluator(
+        input_fn=make_input("train", ...))` calls it with params of its own."""
+        keys = {k for k, p in self.ix.index.input_fns.items() if p.batch_to_params}
+        # names first: resolving every argument of every call would be costly
+        names = {part for _, path in keys for part in path.split(".")}
+        if not names:
+            return
+        used = {id(call) for _, call, *_ in self.pending}  # `use` saw these
+        for scope, call in self.calls:
+            if self.src.imports.tf_name(call.func) is not None or self.shim_name(call.func):
+                continue
+            if id(call) in used:
+                continue
+            args = [a for a in call.args if any(n in self.code(a.value) for n in names)]
+            if not args:
+                continue
+            self.at(scope, call)
+            if self.ix.resolve_fn(self.src, scope, call.func) is not None:
+                continue  # a project function: the index follows what it does
+            if _partial_of(self, call) is not None:
+                continue  # the partial object is the input function, where it is used
+            for arg in args:
+                key = self.input_fn_key(arg.value)
+                if key in keys:
+                    self.ix.consumers.setdefault(key, []).append(f"`{self.code(call.func)}`")
 
     def analyse_input_fn(
         self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool, depth: int = 0
@@ -1765,6 +1842,15 @@ class _UseCollector(_Scoped):
         plan = self.ix.index.input_fns[target_key]
         fn = self.ix.fn(target_key)
         fn_params = param_names(fn)
+        own = params_get_default(size)
+        if own is not None:
+            # `params.get("batch_size", 64)`: migrated before, for a TPUEstimator and for
+            # code that passes no batch size (`other_consumers`): 64 is the size it had.
+            found = self.batch_size_of(
+                own, owner_src, target_key, factory, via_lambda, via_partial, bindings, mode,
+                site, commit,
+            )  # fmt: skip
+            return dataclasses.replace(found, from_params=True) if found is not None else None
         if is_params_batch_size(size):
             # Migrated before (by hand, or by a run that stopped after writing this file):
             # the size it had survives as the one argument that nothing reads any more.

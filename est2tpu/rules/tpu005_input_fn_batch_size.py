@@ -14,6 +14,7 @@ from est2tpu.batching import (
     is_get_next,
     is_params_batch_size,
     one_shot_dataset,
+    params_batch_size_or,
     returned_value,
     returns_names,
     unpack_target,
@@ -125,7 +126,7 @@ class InputFnBatchSize(Rule):
                 "the training input does not .repeat(); on TPU the infeed must not run dry "
                 "before `steps`: repeat the dataset (and bound training by steps)",
             )
-        rule = self
+        rule, fed = self, plan
 
         class Batch(cst.CSTTransformer):
             def leave_Call(self, o: cst.Call, u: cst.Call) -> cst.Call:
@@ -135,7 +136,9 @@ class InputFnBatchSize(Rule):
                 if to_params and arg is not None and not is_params_batch_size(arg.value):
                     u = u.with_changes(
                         args=[
-                            a.with_changes(value=params_subscript()) if a is arg else a
+                            a.with_changes(value=rule._params_batch(fed, a.value))
+                            if a is arg
+                            else a
                             for a in u.args
                         ]
                     )
@@ -169,6 +172,15 @@ class InputFnBatchSize(Rule):
             self.record(original_node, "input function maps what it returned over the dataset")
         if plan.helper_param is None:
             return fn  # the batch size reaches the helper as it is (a lambda passes it)
+        if index is None and plan.other_consumers:
+            self.refuse(
+                original_node,
+                "this input function also feeds "
+                f"{', '.join(plan.other_consumers)}, which est2tpu leaves as it is and which "
+                "passes no params['batch_size']; its helper's own batch size is not in "
+                "scope here: pass params.get('batch_size', <that size>) to the helper by hand",
+            )
+            return fn
         param: str = plan.helper_param
         rule = self
 
@@ -186,7 +198,7 @@ class InputFnBatchSize(Rule):
                 rule.record(o, "the helper batches by params['batch_size']")
                 return u.with_changes(
                     args=[
-                        a.with_changes(value=params_subscript()) if i == index else a
+                        a.with_changes(value=rule._params_batch(plan, a.value)) if i == index else a
                         for i, a in enumerate(u.args)
                     ]
                 )
@@ -194,6 +206,12 @@ class InputFnBatchSize(Rule):
         result = fn.visit(PassBatchSize())
         assert isinstance(result, cst.FunctionDef)
         return result
+
+    @staticmethod
+    def _params_batch(plan: InputFnPlan, own: cst.BaseExpression) -> cst.BaseExpression:
+        """What a rewritten batch reads: params["batch_size"], or its own size `own` where
+        code est2tpu leaves as it is (no batch_size in its params) calls it too."""
+        return params_batch_size_or(own) if plan.other_consumers else params_subscript()
 
     def _batch_helper(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
