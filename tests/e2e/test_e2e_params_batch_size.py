@@ -23,7 +23,8 @@ def _program(harness: ModuleType) -> str:
     text = harness.train_op_program(TRAIN_OP)
     text = text.replace('params={"learning_rate": 0.05},', "params=hparams,").replace(
         "    estimator = tf.estimator.Estimator(",
-        '    hparams = {"learning_rate": 0.05, "batch_size": 16}\n'
+        # built by a call (as an HParams is), not a dict literal whose key could leave it
+        "    hparams = dict(learning_rate=0.05, batch_size=16)\n"
         "    estimator = tf.estimator.Estimator(",
     )
     text = text.replace(".repeat().batch(32)", ".repeat().batch(batch_size)").replace(
