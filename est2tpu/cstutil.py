@@ -489,12 +489,21 @@ def scalar_tensor(
     return False
 
 
-def name_count(node: cst.FunctionDef | cst.BaseExpression, name: str) -> int:
+def name_count(
+    node: cst.FunctionDef | cst.Module | cst.BaseExpression, name: str, *, keywords: bool = True
+) -> int:
     """How often `name` is spelled as a variable (not as an attribute's name) in a function's
-    body, nested defs and lambdas included, or in an expression."""
+    body, nested defs and lambdas included, or in a module or an expression. `keywords=False`:
+    keyword names (`f(params=params)` counts once) are not counted either."""
     count = 0
 
     class V(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            if keywords:
+                return True
+            walk(node.value, self)
+            return False
+
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             walk(node.value, self)
             return False

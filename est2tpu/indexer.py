@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePath
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import libcst as cst
 
@@ -161,32 +161,18 @@ def _chained_factory_call(ix: Indexer, factory: FnKey, call: cst.Call) -> cst.Ca
     star = isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None
     if star or any(a.star for a in call.args):
         return None
-    bound = _bind(fn, call)
-    values: dict[str, cst.BaseExpression] = {}
-    for name in param_names(fn):
-        value = bound.get(name, _default(fn, name))
-        if value is not None:
-            values[name] = value
+    values = _call_values(fn, call)
     locals_ = _assigned_in(fn)
     missing: list[str] = []
 
-    class Substitute(cst.CSTTransformer):
-        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
-            if original_node.value in values:
-                return values[original_node.value]
-            if original_node.value in locals_ or original_node.value in param_names(fn):
-                missing.append(original_node.value)
-            return updated_node
+    def replace(name: str) -> cst.BaseExpression | None:
+        if name in values:
+            return values[name]
+        if name in locals_ or name in param_names(fn):
+            missing.append(name)
+        return None
 
-        def leave_Attribute(
-            self, original_node: cst.Attribute, updated_node: cst.Attribute
-        ) -> cst.Attribute:
-            return updated_node.with_changes(attr=original_node.attr)
-
-        def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-            return updated_node.with_changes(keyword=original_node.keyword)
-
-    result = returned.visit(Substitute())
+    result = _substituted(returned, replace)
     if missing or not isinstance(result, cst.Call):
         return None  # reads the factory's own locals: not expressible at the call site
     return result
@@ -288,29 +274,6 @@ def _is_get_next(call: cst.Call) -> bool:
 
 # a flag or command-line argument named batch_size (absl's DEFINE_*, argparse's add_argument)
 _BATCH_SIZE_FLAG = re.compile(r"""\(\s*(["'])(--)?batch_size\1""")
-
-
-def _name_uses(fn: cst.FunctionDef | cst.Module, name: str) -> int:
-    """How often `name` is spelled as a variable in `fn` (nested defs and lambdas
-    included, in a module every def's parameters too), keyword names (`params=params`
-    counts once) and attribute names aside."""
-    count = 0
-
-    class V(cst.CSTVisitor):
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            walk(node.value, self)
-            return False
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            walk(node.value, self)
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal count
-            count += node.value == name
-
-    walk(fn.body if isinstance(fn, cst.FunctionDef) else fn, V())
-    return count
 
 
 def _same_at_ctor(fn: cst.FunctionDef | cst.Module, value: cst.BaseExpression) -> bool:
@@ -785,12 +748,7 @@ class _UseCollector(_Scoped):
             return None
         if isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None:
             return None
-        bound = _bind(fn, made)
-        values: dict[str, cst.BaseExpression] = {}
-        for param in param_names(fn):
-            value = bound.get(param, _default(fn, param))
-            if value is not None:
-                values[param] = value
+        values = _call_values(fn, made)
         module: cst.BaseExpression | None = None
         if helper[0] != self.src.path:
             if not isinstance(made.func, cst.Attribute):
@@ -807,28 +765,14 @@ class _UseCollector(_Scoped):
             ):
                 return None
 
-        class Substitute(cst.CSTTransformer):
-            def leave_Name(
-                self, original_node: cst.Name, updated_node: cst.Name
-            ) -> cst.BaseExpression:
-                name = original_node.value
-                if name in values:
-                    return values[name]
-                if name in owner.defs and module is not None:
-                    return cst.Attribute(module, cst.Name(name))
-                return updated_node
-
-            def leave_Attribute(
-                self, original_node: cst.Attribute, updated_node: cst.Attribute
-            ) -> cst.Attribute:
-                return updated_node.with_changes(attr=original_node.attr)
-
-            def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-                return updated_node.with_changes(keyword=original_node.keyword)
-
-        input_fn = fn_arg.value.visit(Substitute())
-        if not isinstance(input_fn, cst.BaseExpression):
+        def replace(name: str) -> cst.BaseExpression | None:
+            if name in values:
+                return values[name]
+            if name in owner.defs and module is not None:
+                return cst.Attribute(module, cst.Name(name))
             return None
+
+        input_fn = _substituted(fn_arg.value, replace)
         spec = cst.Call(returned.func, [cst.Arg(input_fn)])
         self.spec_sites[id(spec)] = (helper[0], helper[1], self.code(returned))
         return spec
@@ -1014,7 +958,7 @@ class _UseCollector(_Scoped):
                     and isinstance(el.key, cst.SimpleString)
                     and el.key.evaluated_value == "batch_size"
                 )
-                if _name_uses(fn, name) == 2 and _same_at_ctor(fn, value):
+                if name_count(fn, name, keywords=False) == 2 and _same_at_ctor(fn, value):
                     plan.params_binding = (scope, name)
                     plan.params_batch = self.code(value)
                 else:
@@ -2412,6 +2356,40 @@ def _unread_params(fn: cst.FunctionDef) -> list[str]:
         for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
         if p.name.value not in read and p.name.value not in ("params", "mode", "config")
     ]
+
+
+def _call_values(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    """What each parameter of `fn` is in `call`: the argument bound to it, else its default
+    (parameters with neither are left out)."""
+    bound = _bind(fn, call)
+    values: dict[str, cst.BaseExpression] = {}
+    for name in param_names(fn):
+        value = bound.get(name, _default(fn, name))
+        if value is not None:
+            values[name] = value
+    return values
+
+
+def _substituted(
+    expr: cst.BaseExpression, replace: Callable[[str], cst.BaseExpression | None]
+) -> cst.BaseExpression:
+    """`expr` with each variable name `replace` maps to something replaced by it (attribute
+    and keyword names are names, not variables: they stay)."""
+
+    class Substitute(cst.CSTTransformer):
+        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+            replaced = replace(original_node.value)
+            return updated_node if replaced is None else replaced
+
+        def leave_Attribute(
+            self, original_node: cst.Attribute, updated_node: cst.Attribute
+        ) -> cst.Attribute:
+            return updated_node.with_changes(attr=original_node.attr)
+
+        def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+            return updated_node.with_changes(keyword=original_node.keyword)
+
+    return cast(cst.BaseExpression, expr.visit(Substitute()))
 
 
 def _default(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
