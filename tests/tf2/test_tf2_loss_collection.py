@@ -82,3 +82,93 @@ def test_total_loss_trains_like_tf1(harness: ModuleType, tfcur: str, tmp_path: P
     for name in ("migrated", "migrated_4_replicas"):
         assert runs[name]["global_step"] == 60
         assert runs[name]["loss"] == pytest.approx(runs["original"]["loss"], rel=1e-5), name
+
+
+# The facade's collection functions against TF1's own (tf.compat.v1 in a graph, run in a
+# session) on the same values, and what they keep per call.
+_PROBE = """
+import json
+import numpy as np
+import tensorflow as tf
+import est2tpu.runtime.tf2 as est
+from est2tpu.runtime.tf2._core import State, invoke
+
+X = np.arange(8, dtype=np.float32).reshape(4, 2) / 8.0
+Y = np.array([[1.0], [0.0], [2.0], [0.5]], np.float32)
+W = np.array([[1.0], [0.0], [2.0], [0.0]], np.float32)
+
+
+def model_fn(losses, layers):
+    out = layers.dense(
+        tf.constant(X), 1,
+        kernel_initializer=tf.compat.v1.constant_initializer(0.5),
+        kernel_regularizer=tf.keras.regularizers.l2(0.1),
+        bias_regularizer=tf.keras.regularizers.l1(0.2),
+        bias_initializer=tf.compat.v1.constant_initializer(-0.25),
+    )
+    losses.add_loss(tf.reduce_mean(tf.square(out - Y)))
+    losses.add_loss(tf.reduce_max(out), loss_collection=None)
+    losses.absolute_difference(tf.constant(Y), out, weights=tf.constant(W))
+    losses.mean_squared_error(tf.constant(Y), out, loss_collection=None)
+    return [
+        losses.get_total_loss(),
+        losses.get_total_loss(add_regularization_losses=False),
+        losses.get_regularization_loss(),
+        tf.constant(float(len(losses.get_losses()))),
+        tf.constant(float(len(losses.get_regularization_losses()))),
+    ]
+
+
+with tf.Graph().as_default():
+    tensors = model_fn(tf.compat.v1.losses, tf.compat.v1.layers)
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        tf1 = [float(v) for v in session.run(tensors)]
+
+state = State(tf.distribute.get_strategy())
+calls = []
+for building in (True, False, False):
+    values, inv = invoke(state, "train", building, lambda: model_fn(est.losses, est.layers))
+    calls.append([float(v) for v in values])
+
+
+def error(fn):
+    try:
+        fn()
+    except Exception as e:
+        return type(e).__name__
+    return None
+
+
+def empty():
+    est.losses.get_total_loss(add_regularization_losses=False)
+
+
+with tf.Graph().as_default():
+    tf1_empty = error(lambda: tf.compat.v1.losses.get_total_loss())
+print(json.dumps({
+    "tf1": tf1,
+    "calls": calls,
+    "empty": error(lambda: invoke(state, "train", False, empty)),
+    "tf1_empty": tf1_empty,
+    "outside": error(lambda: est.losses.add_loss(tf.constant(1.0))),
+    "other_collection": error(lambda: invoke(
+        state, "train", False, lambda: est.losses.add_loss(tf.constant(1.0), "aux"))),
+    "scope": error(lambda: invoke(
+        state, "train", False, lambda: est.losses.get_total_loss(scope="tower"))),
+}))
+"""
+
+
+@pytest.mark.tf
+def test_collection_is_tf1s_and_kept_per_call(harness: ModuleType, tfcur: str) -> None:
+    out = harness.run_tf_json(_PROBE, python=tfcur, timeout=300)
+    total, data, regularization, collected, regularizers = out["tf1"]
+    assert (collected, regularizers) == (2.0, 2.0)  # add_loss + the weighted loss; kernel, bias
+    assert total == pytest.approx(data + regularization, rel=1e-6)
+    assert regularization > 0.0
+    for call in out["calls"]:  # each call sees its own collection only, as TF1's new graph
+        assert call == pytest.approx(out["tf1"], rel=1e-6)
+    assert out["empty"] == out["tf1_empty"] == "ValueError"
+    assert out["outside"] == "RuntimeError"
+    assert out["other_collection"] == out["scope"] == "NotImplementedError"
