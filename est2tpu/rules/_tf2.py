@@ -193,6 +193,12 @@ MAPPINGS: tuple[Mapping, ...] = (
         "log_loss mean_squared_error sigmoid_cross_entropy softmax_cross_entropy "
         "sparse_softmax_cross_entropy get_regularization_loss Reduction",
     ),
+    # TF1's LOSSES collection, kept by the facade per model_fn call (and replica); see
+    # `collection_refusal` for the arguments it cannot keep.
+    *_same(
+        "losses",
+        "add_loss get_losses get_regularization_losses get_total_loss",
+    ),
     *_same(
         "metrics",
         "accuracy auc mean mean_absolute_error mean_squared_error root_mean_squared_error "
@@ -210,3 +216,45 @@ MAPPINGS: tuple[Mapping, ...] = (
     Mapping("GraphKeys.UPDATE_OPS", "GraphKeys.UPDATE_OPS", plain_is_tf1=True),
 )
 TABLE: dict[str, Mapping] = {m.old: m for m in MAPPINGS}
+
+
+# TF1's loss-collection functions' parameters, in order (TF 1.15's losses/util.py).
+COLLECTION_PARAMS: dict[str, tuple[str, ...]] = {
+    "losses.add_loss": ("loss", "loss_collection"),
+    "losses.get_losses": ("scope", "loss_collection"),
+    "losses.get_regularization_losses": ("scope",),
+    "losses.get_regularization_loss": ("scope", "name"),
+    "losses.get_total_loss": ("add_regularization_losses", "name", "scope"),
+}
+
+
+def collection_refusal(name: str, call: cst.Call) -> str | None:
+    """Why the facade cannot keep this call of TF1 loss API `name` (`losses.add_loss`), or
+    None: it keeps TF1's default LOSSES collection of the model_fn call, not another
+    collection (`loss_collection=` other than None, TF1's `add_loss` no-op), nor a filter
+    by graph name scope (`scope=`, which TF2 graphs traced by tf.function do not keep)."""
+    if not name.startswith("losses.") or name not in TABLE:
+        return None
+    params = COLLECTION_PARAMS.get(name, ())
+    code = cst.Module([]).code_for_node
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return "is called with `*`/`**` arguments the rule cannot read"
+        if arg.keyword is not None:
+            key = arg.keyword.value
+        elif i < len(params):
+            key = params[i]
+        else:
+            continue
+        is_none = isinstance(arg.value, cst.Name) and arg.value.value == "None"
+        if key == "scope" and name in COLLECTION_PARAMS and not is_none:
+            return (
+                f"filters TF1's collection by graph name scope (`scope={code(arg.value)}`), "
+                "which the facade's tf.function traces do not keep"
+            )
+        if key == "loss_collection" and (name == "losses.get_losses" or not is_none):
+            return (
+                f"names a loss collection (`loss_collection={code(arg.value)}`): the facade "
+                "keeps only TF1's default LOSSES collection of each model_fn call"
+            )
+    return None

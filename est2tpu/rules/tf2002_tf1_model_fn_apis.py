@@ -12,6 +12,7 @@ from est2tpu.rules._tf2 import (
     KERAS_TOO,
     TABLE,
     PairUses,
+    collection_refusal,
     facade,
     has_model_fn_code,
     model_fn_scopes,
@@ -56,6 +57,15 @@ class Tf1ModelFnApis(PairUses):
         self.model_fns = model_fn_scopes(self.state)
         self.depth = 0  # > 0 inside a model_fn (nested defs included: helpers run there)
         self.taken: list[set[str]] = []  # names each enclosing def of the model_fn binds
+        # ids of the `func` of loss-collection calls whose arguments the facade cannot keep
+        # (TF2003 reports them; their names stay TF1's)
+        self.kept: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        name = self.tf1_name(node.func) if self.depth else None
+        if name is not None and collection_refusal(name, node) is not None:
+            self.kept.add(id(node.func))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.depth or self.here in self.model_fns:
@@ -216,7 +226,7 @@ class Tf1ModelFnApis(PairUses):
         if not self.depth:
             return updated_node
         name = self.tf1_name(original_node)
-        if name is None or name == COLLECTION:
+        if name is None or name == COLLECTION or id(original_node) in self.kept:
             return updated_node
         new = TABLE[name].new
         qualified = self.state.imports.qualify(original_node) or ""

@@ -7,6 +7,7 @@ import libcst as cst
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import (
     TABLE,
+    collection_refusal,
     has_model_fn_code,
     model_fn_scopes,
     plain_tf1,
@@ -210,6 +211,8 @@ class UnsupportedTf1(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self.depth:
+            self._check_collection(node)
         if self.depth and (self.state.imports.qualify(func) or "") in CREATE_TRAIN_OP:
             self.refuse(
                 node,
@@ -231,6 +234,28 @@ class UnsupportedTf1(Rule):
             and self.state.imports.qualify(func) is None
         ):
             self.refuse(node, NESTED_APPLY)
+
+    def _check_collection(self, node: cst.Call) -> None:
+        """TF1's loss-collection calls TF2002 maps, but for arguments the facade cannot keep."""
+        qualified = self.state.imports.qualify(node.func) or ""
+        for root in ("tensorflow.compat.v1.", "tensorflow."):
+            name = qualified.removeprefix(root)
+            if name != qualified:
+                break
+        else:
+            return
+        if root == "tensorflow." and not plain_tf1(name):
+            return
+        problem = collection_refusal(name, node)
+        if problem is None:
+            return
+        self.refuse(
+            node,
+            f"`{cst.Module([]).code_for_node(node.func)}(...)` (TF1's `tf.compat.v1.{name}`) "
+            f"{problem}, so it has no exact TF2 equivalent in a model_fn run by the tf2 "
+            "facade: drop the argument where the default collection is meant, or keep the "
+            "losses in a Python list and sum them with tf.add_n",
+        )
 
     def _check(self, node: cst.Name | cst.Attribute) -> None:
         if id(node) in self.inner:

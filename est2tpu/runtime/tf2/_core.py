@@ -26,9 +26,11 @@ class ModeKeys:
 
 
 class GraphKeys:
-    """The one graph collection the facade understands."""
+    """The graph collections the facade understands: UPDATE_OPS (empty, see
+    `get_collection`) and LOSSES, TF1's default `loss_collection` (see `losses.add_loss`)."""
 
     UPDATE_OPS = "update_ops"
+    LOSSES = "losses"
 
 
 def get_collection(key: str, scope: str | None = None) -> list[Any]:
@@ -58,10 +60,14 @@ class TrainOpRecord:
 
 @dataclass
 class LossRecord:
-    """A loss built by the facade's `losses`: its per-replica denominator (or None for SUM)."""
+    """A loss built by the facade's `losses`: its per-replica denominator (or None for SUM).
+
+    `get_total_loss`'s sum has `parts` instead: its terms, each scaled to the global batch
+    by its own denominator (a mean over the batch, a weighted mean, a SUM)."""
 
     loss: Any
     denominator: Any
+    parts: tuple[Any, ...] | None = None
 
 
 @dataclass
@@ -79,6 +85,9 @@ class Invocation:
     # update op's metric, so any other value (computed from it) must not pass silently.
     metric_value_by_op: dict[int, Any] = field(default_factory=dict)
     used_layers: list[Any] = field(default_factory=list)
+    # TF1's LOSSES collection of this call's graph: `add_loss` and the losses built with the
+    # default `loss_collection`, in order (what `get_losses`/`get_total_loss` read).
+    collected_losses: list[Any] = field(default_factory=list)
     # This replica's share of a loss, as the facade scales a minimized loss (TRAIN only):
     # what `compute_gradients` differentiates, as TF1's scaled it under a strategy.
     scale_loss: Callable[[Any], Any] | None = None

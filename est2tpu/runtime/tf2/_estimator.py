@@ -575,9 +575,13 @@ class Estimator:
             spec, inv = invoke(state, ModeKeys.TRAIN, False, call)
             targets = {
                 id(record): (
-                    self._local_sum(record.loss, inv, features)
-                    if several and isinstance(record.optimizer.inner, tf.compat.v1.train.Optimizer)
-                    else (self._scaled(record.loss, inv, features, ctx), None)
+                    (
+                        self._local_sum(record.loss, inv, features)
+                        if several
+                        and isinstance(record.optimizer.inner, tf.compat.v1.train.Optimizer)
+                        else None
+                    )
+                    or (self._scaled(record.loss, inv, features, ctx), None)
                 )
                 for record in inv.train_ops
                 if record.grads_and_vars is None
@@ -677,12 +681,18 @@ class Estimator:
         return loss, 1
 
     @staticmethod
-    def _local_sum(loss: Any, inv: Invocation, features: Any) -> tuple[Any, Any]:
+    def _local_sum(loss: Any, inv: Invocation, features: Any) -> tuple[Any, Any] | None:
         """(what to differentiate, this replica's denominator): the replica's sum of a mean
-        loss and its denominator, or a SUM loss itself and None (the sums add up)."""
+        loss and its denominator, or a SUM loss itself and None (the sums add up). None for
+        a `get_total_loss` whose terms have different denominators: no one denominator
+        makes its sum (the caller scales each term, `_scaled`)."""
         import tensorflow as tf
 
         record = next((r for r in inv.losses if r.loss is loss), None)
+        if record is not None and record.parts is not None:
+            if any(r.loss is part for part in record.parts for r in inv.losses):
+                return None
+            record = None  # batch means and regularizers only: the batch is the denominator
         if record is not None and record.denominator is None:
             return loss, None
         local = record.denominator if record is not None else _batch_size(features)
@@ -694,6 +704,13 @@ class Estimator:
         import tensorflow as tf
 
         record = next((r for r in inv.losses if r.loss is loss), None)
+        if record is not None and record.parts is not None:
+            return tf.add_n(
+                [
+                    tf.cast(Estimator._scaled(part, inv, features, ctx), loss.dtype)
+                    for part in record.parts
+                ]
+            )
         if record is not None and record.denominator is None:
             return loss  # a SUM: the replicas' sums add up to the global sum
         local = record.denominator if record is not None else _batch_size(features)
