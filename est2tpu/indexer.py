@@ -2902,6 +2902,20 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
         callee = ix.resolve_fn(src, key[1], call.func) if depth < 2 else None
         if callee is not None and callee != key:
             if batch_calls(ix.fn(callee)):
+                held = _batch_size_of_parameter(ix.fn(callee))
+                if held is not None:
+                    # `.batch(params.batch_size)`: the helper reads the batch size from an
+                    # object it is passed, which TPUEstimator's params can only be if the
+                    # Estimator's own params stop holding it (the key is reserved).
+                    return (
+                        f"{where} batches inside `{callee[1]}`, a helper it calls, by "
+                        f"`{held}` of an object it is passed: {_NO_BATCH}; pass the helper "
+                        "the params TPUEstimator hands the input function (TPUEstimator sets "
+                        "their batch_size: the key of a dict, the attribute of an HParams), "
+                        "and build the TPUEstimator with params without batch_size (a key it "
+                        "reserves: ValueError) and that size as its train/eval_batch_size, by "
+                        "hand"
+                    )
                 return (
                     f"{where} batches inside `{callee[1]}`, a helper it calls: {_NO_BATCH}; "
                     "give the helper the batch size from params by hand"
@@ -2932,6 +2946,27 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
             "params['batch_size'] by hand"
         )
     return _NOT_FOUND
+
+
+def _batch_size_of_parameter(fn: cst.FunctionDef) -> str | None:
+    """`p.batch_size` / `p["batch_size"]`, `p` a parameter `fn` never rebinds, when that is
+    what its one `.batch(...)` batches by."""
+    calls = batch_calls(fn)
+    arg = batch_size_arg(calls[0]) if len(calls) == 1 else None
+    if arg is None:
+        return None
+    size = arg.value
+    own = set(param_names(fn)) - _assigned_in(fn)
+    if _params_subscript_of(size) in own:
+        return node_code(size)
+    if (
+        isinstance(size, cst.Attribute)
+        and size.attr.value == "batch_size"
+        and isinstance(size.value, cst.Name)
+        and size.value.value in own
+    ):
+        return node_code(size)
+    return None
 
 
 def _body_statements(fn: cst.FunctionDef) -> list[cst.BaseStatement]:
