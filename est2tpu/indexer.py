@@ -25,7 +25,14 @@ from est2tpu.batching import (
     returns_names,
     unpack_target,
 )
-from est2tpu.cstutil import iter_calls, name_count, names_read, target_names, walk
+from est2tpu.cstutil import (
+    iter_calls,
+    name_count,
+    names_read,
+    params_subscript,
+    target_names,
+    walk,
+)
 from est2tpu.index import (
     BatchHelper,
     BatchSize,
@@ -1748,9 +1755,25 @@ class _UseCollector(_Scoped):
                 )
                 return None
             self.forward_params(plan, site, via_lambda, commit)
-        if result is None or not commit:
+        if chain.passes_params and commit and via_lambda is None and factory is None:
+            # The helper batches by the params the input function is given: its call stays,
+            # and reads TPUEstimator's batch size once the input function feeds one (whose
+            # size the Estimator's params held: see TPU007).
+            plan.helper_call = node_code(chain.call)
+            plan.helper_param = None
+            plan.helper_unpacked = chain.unpacked
+        elif chain.passes_params:
+            if commit:
+                plan.problems.append(
+                    f"`{first[1]}` batches by the params the input function passes it, and "
+                    "the input function is reached through a lambda, partial or factory that "
+                    "est2tpu does not follow for those params; give the helper "
+                    "params['batch_size'] from TPUEstimator's params by hand"
+                )
+            return None
+        elif result is None or not commit:
             return result
-        if plan.batch_to_params or chain.unpacked is not None:
+        elif plan.batch_to_params or chain.unpacked is not None:
             plan.helper_call = node_code(chain.call)
             plan.helper_param = chain.param if plan.batch_to_params else None
             plan.helper_arg = _bind_index(self.ix.fn(first), chain.call).get(chain.param)
@@ -2513,6 +2536,9 @@ class _HelperChain:
     # the input function unpacks the first helper's tensors into these names and returns a
     # structure of them: it maps that structure over the helper's dataset instead
     unpacked: list[str] | None = None
+    # `param` is the params dict the helper batches by (`.batch(p["batch_size"])`), and
+    # the input function passes it its own `params`, the ones the Estimator hands it
+    passes_params: bool = False
 
 
 _ITERATOR_METHODS = frozenset(
@@ -2682,6 +2708,28 @@ def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
     if unpacked is not None and not one_shot:
         return None
     size = _bind(ix.fn(first), call).get(param) if new_default is None else None
+    if _batches_by_params_of(ix, helpers, batch):
+        # The helper batches by the dict it is given: only the input function's own
+        # `params`, passed on as they came, are what TPUEstimator fills with its batch size.
+        if not (
+            isinstance(size, cst.Name)
+            and size.value == "params"
+            and "params" in param_names(fn)
+            and "params" not in _assigned_in(fn)
+        ):
+            return None
+        return _HelperChain(
+            call,
+            param,
+            params_subscript(),
+            helpers,
+            one_shot,
+            repeats or _has_repeat(fn),
+            batch,
+            None,
+            unpacked[1] if unpacked is not None else None,
+            passes_params=True,
+        )
     if size is None and new_default is None and _default(ix.fn(first), param) is None:
         return None
     return _HelperChain(
@@ -2730,6 +2778,9 @@ def _batch_param(
     if calls or fused:
         batch = (calls or fused)[0]
         arg = batch_size_arg(batch) if calls else call_arg(batch, "batch_size", 1)
+        if arg is not None and _params_subscript_of(arg.value) in own:
+            # `.batch(p["batch_size"])`: `p` carries the batch size (see _HelperChain)
+            return _params_subscript_of(arg.value) or "", [key], one_shot, repeats, batch, None
         if arg is None or not isinstance(arg.value, cst.Name):
             return None
         if arg.value.value in own:
@@ -2762,6 +2813,22 @@ def _batch_param(
             (passed.value, [key, *inner[1]], one_shot, repeats or inner[3], inner[4], None)
         )
     return found[0] if len(found) == 1 else None
+
+
+def _params_subscript_of(expr: cst.BaseExpression) -> str | None:
+    """`p` of `p["batch_size"]`."""
+    if not (isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name)):
+        return None
+    renamed = expr.with_changes(value=cst.Name("params"))
+    return expr.value.value if is_params_batch_size(renamed) else None
+
+
+def _batches_by_params_of(ix: Indexer, helpers: list[FnKey], batch: cst.Call) -> bool:
+    """Whether the helper chain's batch (in its last helper) reads `<a parameter>
+    ["batch_size"]`: what the first helper passes on down is a params dict, not a size."""
+    last = ix.fn(helpers[-1])
+    arg = batch_size_arg(batch) if batch in batch_calls(last) else call_arg(batch, "batch_size", 1)
+    return arg is not None and _params_subscript_of(arg.value) is not None
 
 
 # Batching outside `.batch(...)`: TF1 queue readers (they return tensors, and TPUEstimator
@@ -2835,6 +2902,20 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
         callee = ix.resolve_fn(src, key[1], call.func) if depth < 2 else None
         if callee is not None and callee != key:
             if batch_calls(ix.fn(callee)):
+                held = _batch_size_of_parameter(ix.fn(callee))
+                if held is not None:
+                    # `.batch(params.batch_size)`: the helper reads the batch size from an
+                    # object it is passed, which TPUEstimator's params can only be if the
+                    # Estimator's own params stop holding it (the key is reserved).
+                    return (
+                        f"{where} batches inside `{callee[1]}`, a helper it calls, by "
+                        f"`{held}` of an object it is passed: {_NO_BATCH}; pass the helper "
+                        "the params TPUEstimator hands the input function (TPUEstimator sets "
+                        "their batch_size: the key of a dict, the attribute of an HParams), "
+                        "and build the TPUEstimator with params without batch_size (a key it "
+                        "reserves: ValueError) and that size as its train/eval_batch_size, by "
+                        "hand"
+                    )
                 return (
                     f"{where} batches inside `{callee[1]}`, a helper it calls: {_NO_BATCH}; "
                     "give the helper the batch size from params by hand"
@@ -2865,6 +2946,27 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
             "params['batch_size'] by hand"
         )
     return _NOT_FOUND
+
+
+def _batch_size_of_parameter(fn: cst.FunctionDef) -> str | None:
+    """`p.batch_size` / `p["batch_size"]`, `p` a parameter `fn` never rebinds, when that is
+    what its one `.batch(...)` batches by."""
+    calls = batch_calls(fn)
+    arg = batch_size_arg(calls[0]) if len(calls) == 1 else None
+    if arg is None:
+        return None
+    size = arg.value
+    own = set(param_names(fn)) - _assigned_in(fn)
+    if _params_subscript_of(size) in own:
+        return node_code(size)
+    if (
+        isinstance(size, cst.Attribute)
+        and size.attr.value == "batch_size"
+        and isinstance(size.value, cst.Name)
+        and size.value.value in own
+    ):
+        return node_code(size)
+    return None
 
 
 def _body_statements(fn: cst.FunctionDef) -> list[cst.BaseStatement]:
