@@ -926,6 +926,7 @@ class _UseCollector(_Scoped):
         binding: tuple[str, str, cst.FunctionDef | cst.Module] | None = None
         if isinstance(literal, cst.Name):
             binding, literal = self.params_dict(node, literal.value)
+        plan.params_keys = _dict_keys(literal) if params is not None else frozenset()
         if isinstance(literal, cst.Call) and binding is not None:
             # `params = FLAGS.flag_values_dict()` / `vars(args)`, with a batch_size flag
             if plan.model_fn_reads_batch_size:
@@ -2903,5 +2904,24 @@ def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
             if is_params_batch_size(node):
                 V.found = True
 
+        def visit_Arg(self, node: cst.Arg) -> None:
+            # `helper(**params)` hands every key on, "batch_size" among them
+            if node.star == "**" and isinstance(node.value, cst.Name):
+                V.found = V.found or node.value.value == "params"
+
     walk(fn, V())
     return V.found
+
+
+def _dict_keys(value: cst.BaseExpression | None) -> frozenset[str] | None:
+    """The keys of a dict literal whose keys are all strings written out, else None."""
+    if not isinstance(value, cst.Dict):
+        return None
+    keys: set[str] = set()
+    for element in value.elements:
+        if not isinstance(element, cst.DictElement) or not isinstance(
+            element.key, cst.SimpleString
+        ):
+            return None
+        keys.add(str(element.key.evaluated_value))
+    return frozenset(keys)
