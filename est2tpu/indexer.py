@@ -25,7 +25,14 @@ from est2tpu.batching import (
     returns_names,
     unpack_target,
 )
-from est2tpu.cstutil import iter_calls, name_count, names_read, target_names, walk
+from est2tpu.cstutil import (
+    descendants,
+    iter_calls,
+    name_count,
+    names_read,
+    target_names,
+    walk,
+)
 from est2tpu.index import (
     BatchHelper,
     BatchSize,
@@ -2023,10 +2030,17 @@ class _UseCollector(_Scoped):
                 if key is not None:
                     # What the caller passes by name, the builder holds as its parameter
                     # (`build_estimator(config, flags)`: flags.batch_size is reachable there).
+                    # So is an attribute it passes (`build_estimator(args.model_dir,
+                    # args.batch_size)`) that this function never assigns.
+                    caller = self.src.defs.get(self.here)
                     self.reach = {
-                        arg.value: param
+                        path: param
                         for param, arg in _bind(self.ix.fn(builder), value).items()
-                        if isinstance(arg, cst.Name)
+                        if (path := dotted(arg)) is not None
+                        and (
+                            isinstance(arg, cst.Name)
+                            or (caller is not None and path not in _assigned_attributes(caller))
+                        )
                     }
                 return key
         return None
@@ -2100,7 +2114,10 @@ class _UseCollector(_Scoped):
             return BatchSize(mode, text, True, from_params=True)
         if int_literal(expr):
             return BatchSize(mode, text, True)
-        parts = (dotted(expr) or "").split(".")
+        full = dotted(expr) or ""
+        parts = full.split(".")
+        if "." in full and full in self.reach:
+            return BatchSize(mode, self.reach[full], True)
         if parts[0] in self.reach:
             return BatchSize(mode, ".".join([self.reach[parts[0]], *parts[1:]]), True)
         head = parts[0] or _subscript_head(expr)  # `hparams["batch_size"]` reads hparams
@@ -2925,3 +2942,21 @@ def _dict_keys(value: cst.BaseExpression | None) -> frozenset[str] | None:
             return None
         keys.add(str(element.key.evaluated_value))
     return frozenset(keys)
+
+
+def _assigned_attributes(fn: cst.FunctionDef) -> set[str]:
+    """The dotted attributes a def assigns (`args.output_dir = ...`), nested defs included."""
+    assigned: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            for target in descendants(node.target):
+                if isinstance(target, cst.Attribute) and (path := dotted(target)) is not None:
+                    assigned.add(path)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if (path := dotted(node.target)) is not None:
+                assigned.add(path)
+
+    walk(fn, V())
+    return assigned
