@@ -1624,11 +1624,24 @@ class _UseCollector(_Scoped):
                 else None
             )
             if factory is None or inner is None:
+                over = (
+                    _lambda_over_local(self.ix.fn(factory), index)
+                    if factory is not None and index is not None
+                    else None
+                )
                 site.problems.append(
                     f"input_fn is one of the values `{self.code(made.func)}(...)` returns, "
                     "and not a function defined in a project function that returns it; it "
                     "must accept `params` and batch with params['batch_size'] (a def that "
                     "builds its dataset inside it, not a lambda over a dataset built before)"
+                    + (
+                        f"; this lambda reads the dataset `{over}` that "
+                        f"`{self.code(made.func)}` builds outside the graph the Estimator "
+                        "makes, where TensorFlow 1.13 and later cannot use it (the original "
+                        "fails too: 'must be from the same graph')"
+                        if over is not None
+                        else ""
+                    )
                 )
                 return None
             target_key = inner
@@ -2484,6 +2497,40 @@ def _returns(
 
     walk(fn, V())
     return returned, bound
+
+
+def _lambda_over_local(fn: cst.FunctionDef, index: int) -> str | None:
+    """The name a factory binds (not a parameter) that the lambda it returns as element
+    `index` reads: `dataset = ....batch(n)`, `return lambda: iterator(dataset), ...`."""
+    returned, bound = _returns(fn)
+    if len(returned) != 1 or not isinstance(returned[0], cst.Tuple):
+        return None
+    elements = returned[0].elements
+    value = elements[index].value if index < len(elements) else None
+    if isinstance(value, cst.Name) and len(bound.get(value.value, [])) == 1:
+        value = bound[value.value][0]
+    if not isinstance(value, cst.Lambda) or param_names(value):
+        return None
+    read = [
+        n.value
+        for n in names_read(value.body)
+        if n.value not in param_names(fn) and _is_dataset_chain(bound.get(n.value, [])[-1:])
+    ]
+    return read[0] if read else None
+
+
+_DATASET_METHODS = frozenset(
+    ("batch", "padded_batch", "repeat", "shuffle", "map", "prefetch", "cache", "filter", "take")
+)
+
+
+def _is_dataset_chain(values: list[cst.BaseExpression]) -> bool:
+    """A value made by a tf.data.Dataset method (`....batch(n)`, `.shuffle(k).repeat()`)."""
+    return bool(values) and (
+        isinstance(values[0], cst.Call)
+        and isinstance(values[0].func, cst.Attribute)
+        and values[0].func.attr.value in _DATASET_METHODS
+    )
 
 
 def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
