@@ -1405,7 +1405,7 @@ class _UseCollector(_Scoped):
                 )
             )
             if commit and result is not None and not result.portable:
-                site.problems.append(_not_at_ctor(result))
+                site.problems.append(_not_at_ctor(result, self.ctor_where(scope, result)))
                 commit = False
             elif (
                 plan is not None
@@ -1417,7 +1417,9 @@ class _UseCollector(_Scoped):
             ):
                 # A TPUEstimator the project has (or a first run made) whose input function
                 # still batches by a size of its own: what the original's refusal said holds.
-                site.problems.append(_batch_not_from_params(plan, result))
+                site.problems.append(
+                    _batch_not_from_params(plan, result, self.ctor_where(scope, result))
+                )
             if commit:
                 self.analyse_input_fn(input_fn, mode, site, commit=True)
                 if site.unsized and plan is not None:
@@ -2147,6 +2149,21 @@ class _UseCollector(_Scoped):
                 return BatchSize(mode, self.code(moved), True)
         return BatchSize(mode, text, known)
 
+    def ctor_where(self, scope: str, result: BatchSize) -> str:
+        """` (in `build_estimator`, model.py, which `args` does not reach)`, when the
+        Estimator is built by another function than the one using it: the user's fix is to
+        hand that function the batch size."""
+        if self.ctor_scope is None or (
+            self.ctor_scope == scope and self.ctor_path == self.src.path
+        ):
+            return ""
+        head = (dotted(cst.parse_expression(result.code)) or "").split(".")[0]
+        where = f"`{self.ctor_scope.rpartition('.')[2]}`" if self.ctor_scope else "module level"
+        if self.ctor_path is not None and self.ctor_path != self.src.path:
+            where += f", {PurePath(self.ctor_path).name}"
+        reach = f", which `{head}` does not reach: give it the batch size" if head else ""
+        return f" (in {where}{reach})"
+
     def computable_at_ctor(self, value: cst.BaseExpression) -> bool:
         """A module-level expression without calls whose names are all bound once, at module
         level, before the (module-level) Estimator: it has the same value there."""
@@ -2222,16 +2239,16 @@ def _class_in_scope(src: SourceModule, scope: list[str], name: str) -> str | Non
     return None
 
 
-def _not_at_ctor(result: BatchSize) -> str:
+def _not_at_ctor(result: BatchSize, where: str = "") -> str:
     return (
-        f"the batch size `{result.code}` is not defined where the Estimator is built; pass "
-        "train/eval/predict_batch_size to the TPUEstimator by hand"
+        f"the batch size `{result.code}` is not defined where the Estimator is built{where}; "
+        "pass train/eval/predict_batch_size to the TPUEstimator by hand"
     )
 
 
-def _batch_not_from_params(plan: CtorPlan, result: BatchSize) -> str:
+def _batch_not_from_params(plan: CtorPlan, result: BatchSize, where: str = "") -> str:
     if not result.portable:
-        return _not_at_ctor(result)  # the first run's words: a CI check repeats them
+        return _not_at_ctor(result, where)  # the first run's words: a CI check repeats them
     given = plan.tpu_batch_sizes.get(result.mode)
     what = f"{result.mode.value}_batch_size"
     if given is None:
