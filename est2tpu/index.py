@@ -116,6 +116,11 @@ class CtorPlan:
     # still take and forward TPUEstimator's params
     wrapper: tuple[str, str, str] | None = None
     wrapper_forwards: bool = False
+    # the keys of the params the Estimator is given, as the program builds them (none given:
+    # empty; a dict literal, in the call or bound once to a name there: its keys), or None
+    # when they cannot be read: whether a model_fn that passes its params on with
+    # `**params` passes on keys of the program's or TPUEstimator's own
+    params_keys: frozenset[str] | None = frozenset()
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:

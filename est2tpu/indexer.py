@@ -26,6 +26,7 @@ from est2tpu.batching import (
     unpack_target,
 )
 from est2tpu.cstutil import (
+    descendants,
     iter_calls,
     name_count,
     names_read,
@@ -933,6 +934,7 @@ class _UseCollector(_Scoped):
         binding: tuple[str, str, cst.FunctionDef | cst.Module] | None = None
         if isinstance(literal, cst.Name):
             binding, literal = self.params_dict(node, literal.value)
+        plan.params_keys = _dict_keys(literal) if params is not None else frozenset()
         if isinstance(literal, cst.Call) and binding is not None:
             # `params = FLAGS.flag_values_dict()` / `vars(args)`, with a batch_size flag
             if plan.model_fn_reads_batch_size:
@@ -1404,7 +1406,7 @@ class _UseCollector(_Scoped):
                 )
             )
             if commit and result is not None and not result.portable:
-                site.problems.append(_not_at_ctor(result))
+                site.problems.append(_not_at_ctor(result, self.ctor_where(scope, result)))
                 commit = False
             elif (
                 plan is not None
@@ -1416,7 +1418,9 @@ class _UseCollector(_Scoped):
             ):
                 # A TPUEstimator the project has (or a first run made) whose input function
                 # still batches by a size of its own: what the original's refusal said holds.
-                site.problems.append(_batch_not_from_params(plan, result))
+                site.problems.append(
+                    _batch_not_from_params(plan, result, self.ctor_where(scope, result))
+                )
             if commit:
                 self.analyse_input_fn(input_fn, mode, site, commit=True)
                 if site.unsized and plan is not None:
@@ -1623,11 +1627,24 @@ class _UseCollector(_Scoped):
                 else None
             )
             if factory is None or inner is None:
+                over = (
+                    _lambda_over_local(self.ix.fn(factory), index)
+                    if factory is not None and index is not None
+                    else None
+                )
                 site.problems.append(
                     f"input_fn is one of the values `{self.code(made.func)}(...)` returns, "
                     "and not a function defined in a project function that returns it; it "
                     "must accept `params` and batch with params['batch_size'] (a def that "
                     "builds its dataset inside it, not a lambda over a dataset built before)"
+                    + (
+                        f"; this lambda reads the dataset `{over}` that "
+                        f"`{self.code(made.func)}` builds outside the graph the Estimator "
+                        "makes, where TensorFlow 1.13 and later cannot use it (the original "
+                        "fails too: 'must be from the same graph')"
+                        if over is not None
+                        else ""
+                    )
                 )
                 return None
             target_key = inner
@@ -2045,10 +2062,17 @@ class _UseCollector(_Scoped):
                 if key is not None:
                     # What the caller passes by name, the builder holds as its parameter
                     # (`build_estimator(config, flags)`: flags.batch_size is reachable there).
+                    # So is an attribute it passes (`build_estimator(args.model_dir,
+                    # args.batch_size)`) that this function never assigns.
+                    caller = self.src.defs.get(self.here)
                     self.reach = {
-                        arg.value: param
+                        path: param
                         for param, arg in _bind(self.ix.fn(builder), value).items()
-                        if isinstance(arg, cst.Name)
+                        if (path := dotted(arg)) is not None
+                        and (
+                            isinstance(arg, cst.Name)
+                            or (caller is not None and path not in _assigned_attributes(caller))
+                        )
                     }
                 return key
         return None
@@ -2122,7 +2146,10 @@ class _UseCollector(_Scoped):
             return BatchSize(mode, text, True, from_params=True)
         if int_literal(expr):
             return BatchSize(mode, text, True)
-        parts = (dotted(expr) or "").split(".")
+        full = dotted(expr) or ""
+        parts = full.split(".")
+        if "." in full and full in self.reach:
+            return BatchSize(mode, self.reach[full], True)
         if parts[0] in self.reach:
             return BatchSize(mode, ".".join([self.reach[parts[0]], *parts[1:]]), True)
         head = parts[0] or _subscript_head(expr)  # `hparams["batch_size"]` reads hparams
@@ -2138,6 +2165,21 @@ class _UseCollector(_Scoped):
                 # the same expression, of names bound once before it, at the constructor
                 return BatchSize(mode, self.code(moved), True)
         return BatchSize(mode, text, known)
+
+    def ctor_where(self, scope: str, result: BatchSize) -> str:
+        """` (in `build_estimator`, model.py, which `args` does not reach)`, when the
+        Estimator is built by another function than the one using it: the user's fix is to
+        hand that function the batch size."""
+        if self.ctor_scope is None or (
+            self.ctor_scope == scope and self.ctor_path == self.src.path
+        ):
+            return ""
+        head = (dotted(cst.parse_expression(result.code)) or "").split(".")[0]
+        where = f"`{self.ctor_scope.rpartition('.')[2]}`" if self.ctor_scope else "module level"
+        if self.ctor_path is not None and self.ctor_path != self.src.path:
+            where += f", {PurePath(self.ctor_path).name}"
+        reach = f", which `{head}` does not reach: give it the batch size" if head else ""
+        return f" (in {where}{reach})"
 
     def computable_at_ctor(self, value: cst.BaseExpression) -> bool:
         """A module-level expression without calls whose names are all bound once, at module
@@ -2214,16 +2256,16 @@ def _class_in_scope(src: SourceModule, scope: list[str], name: str) -> str | Non
     return None
 
 
-def _not_at_ctor(result: BatchSize) -> str:
+def _not_at_ctor(result: BatchSize, where: str = "") -> str:
     return (
-        f"the batch size `{result.code}` is not defined where the Estimator is built; pass "
-        "train/eval/predict_batch_size to the TPUEstimator by hand"
+        f"the batch size `{result.code}` is not defined where the Estimator is built{where}; "
+        "pass train/eval/predict_batch_size to the TPUEstimator by hand"
     )
 
 
-def _batch_not_from_params(plan: CtorPlan, result: BatchSize) -> str:
+def _batch_not_from_params(plan: CtorPlan, result: BatchSize, where: str = "") -> str:
     if not result.portable:
-        return _not_at_ctor(result)  # the first run's words: a CI check repeats them
+        return _not_at_ctor(result, where)  # the first run's words: a CI check repeats them
     given = plan.tpu_batch_sizes.get(result.mode)
     what = f"{result.mode.value}_batch_size"
     if given is None:
@@ -2489,6 +2531,40 @@ def _returns(
 
     walk(fn, V())
     return returned, bound
+
+
+def _lambda_over_local(fn: cst.FunctionDef, index: int) -> str | None:
+    """The name a factory binds (not a parameter) that the lambda it returns as element
+    `index` reads: `dataset = ....batch(n)`, `return lambda: iterator(dataset), ...`."""
+    returned, bound = _returns(fn)
+    if len(returned) != 1 or not isinstance(returned[0], cst.Tuple):
+        return None
+    elements = returned[0].elements
+    value = elements[index].value if index < len(elements) else None
+    if isinstance(value, cst.Name) and len(bound.get(value.value, [])) == 1:
+        value = bound[value.value][0]
+    if not isinstance(value, cst.Lambda) or param_names(value):
+        return None
+    read = [
+        n.value
+        for n in names_read(value.body)
+        if n.value not in param_names(fn) and _is_dataset_chain(bound.get(n.value, [])[-1:])
+    ]
+    return read[0] if read else None
+
+
+_DATASET_METHODS = frozenset(
+    ("batch", "padded_batch", "repeat", "shuffle", "map", "prefetch", "cache", "filter", "take")
+)
+
+
+def _is_dataset_chain(values: list[cst.BaseExpression]) -> bool:
+    """A value made by a tf.data.Dataset method (`....batch(n)`, `.shuffle(k).repeat()`)."""
+    return bool(values) and (
+        isinstance(values[0], cst.Call)
+        and isinstance(values[0].func, cst.Attribute)
+        and values[0].func.attr.value in _DATASET_METHODS
+    )
 
 
 def _returned_numpy_call(ix: Indexer, factory: FnKey) -> cst.Call | None:
@@ -3005,5 +3081,42 @@ def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
             if is_params_batch_size(node):
                 V.found = True
 
+        def visit_Arg(self, node: cst.Arg) -> None:
+            # `helper(**params)` hands every key on, "batch_size" among them
+            if node.star == "**" and isinstance(node.value, cst.Name):
+                V.found = V.found or node.value.value == "params"
+
     walk(fn, V())
     return V.found
+
+
+def _dict_keys(value: cst.BaseExpression | None) -> frozenset[str] | None:
+    """The keys of a dict literal whose keys are all strings written out, else None."""
+    if not isinstance(value, cst.Dict):
+        return None
+    keys: set[str] = set()
+    for element in value.elements:
+        if not isinstance(element, cst.DictElement) or not isinstance(
+            element.key, cst.SimpleString
+        ):
+            return None
+        keys.add(str(element.key.evaluated_value))
+    return frozenset(keys)
+
+
+def _assigned_attributes(fn: cst.FunctionDef) -> set[str]:
+    """The dotted attributes a def assigns (`args.output_dir = ...`), nested defs included."""
+    assigned: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            for target in descendants(node.target):
+                if isinstance(target, cst.Attribute) and (path := dotted(target)) is not None:
+                    assigned.add(path)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if (path := dotted(node.target)) is not None:
+                assigned.add(path)
+
+    walk(fn, V())
+    return assigned

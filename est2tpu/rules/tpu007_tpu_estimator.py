@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
+from libcst.codemod import CodemodContext
 
 from est2tpu.cstutil import (
     add_param,
+    assigned_names,
     explode,
     has_param,
     is_multiline,
@@ -20,6 +22,10 @@ from est2tpu.rule import FileState, Rule
 
 # Positional parameters of Estimator; TPUEstimator shares the first four.
 ESTIMATOR_POSITIONAL = ("model_fn", "model_dir", "config", "params", "warm_start_from")
+# The keys TPUEstimator adds to the params it gives a model_fn (tpu_estimator.py,
+# _ModelFnWrapper._call_model_fn): 'batch_size' when it trains, evaluates and predicts,
+# 'use_tpu' always, 'context' on TPU.
+_ADDED_KEYS = ("batch_size", "use_tpu", "context")
 _UNKNOWN = "Estimator left as it is: it was not seen when the project was indexed"
 
 
@@ -32,7 +38,26 @@ class TpuEstimator(Rule):
             any(key[0] == state.path for key in state.index.ctors)
             or any(key[0] == state.path for key in state.index.model_fn_wrappers)
             or any(fn[0] == state.path for fn in state.index.model_fn_wrappers.values())
+            or any(path == state.path for path, _ in state.index.model_fns)
         )
+
+    def __init__(self, context: CodemodContext, state: FileState) -> None:
+        super().__init__(context, state)
+        self._defs: list[cst.FunctionDef | cst.ClassDef] = []  # the nodes of self.scope
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._defs.append(node)
+        return True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._defs.append(node)
+        return True
+
+    def leave_ClassDef(
+        self, original_node: cst.ClassDef, updated_node: cst.ClassDef
+    ) -> cst.ClassDef:
+        self._defs.pop()
+        return updated_node
 
     def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
         key = (self.state.path, self.here, node_code(original_node))
@@ -46,6 +71,7 @@ class TpuEstimator(Rule):
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
+        self._defs.pop()
         wrappers = self.state.index.model_fn_wrappers
         if (self.state.path, self.here) in wrappers.values() and not has_param(
             updated_node, "params"
@@ -70,6 +96,8 @@ class TpuEstimator(Rule):
         return add_param(forwarded, "params")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if any(_splats_params(a) for a in original_node.args):
+            return self._params_splat(original_node, updated_node)
         if self.tf_name(original_node.func) != "estimator.Estimator":
             return updated_node
         key = self.key_of(original_node)
@@ -178,6 +206,83 @@ class TpuEstimator(Rule):
         self.record(original_node, "Estimator -> TPUEstimator")
         return call
 
+    def _params_splat(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        """`helper(features, **params)` in a model_fn: TPUEstimator's params hold its own
+        keys too ('batch_size', 'use_tpu', and 'context' on TPU), which the callee would get
+        as unexpected keyword arguments (TypeError). They are filtered out where the
+        program's own params provably lack them (a dict literal, or none)."""
+        model_fn = self._enclosing_model_fn()
+        if model_fn is None:
+            return updated_node
+        plans = [
+            plan
+            for plan in self.state.index.ctors.values()
+            if plan.convert and plan.model_fn == (self.state.path, ".".join(model_fn[0]))
+        ]
+        if not plans:
+            return updated_node
+        keys = [plan.params_keys for plan in plans]
+        call = node_code(original_node.func)
+        condition = f"key not in {_ADDED_KEYS!r}".replace("'", '"')
+        manual = (
+            f"pass `**{{key: value for key, value in params.items() if {condition}}}` (less "
+            "the keys the Estimator's own params hold) by hand"
+        )
+        if model_fn[1]:
+            self.refuse(
+                original_node,
+                f"`{call}(..., **params)` passes on params, which the model_fn binds again, "
+                "and TPUEstimator's params hold its own keys too ('batch_size', 'use_tpu', "
+                f"'context' on TPU), which `{call}` would get as arguments; {manual}",
+            )
+            return updated_node
+        known = [k for k in keys if k is not None]
+        # A program's own 'batch_size' passed on this way makes TPU007 refuse the Estimator
+        # (export calls the model_fn without it), so only 'use_tpu' can be the program's.
+        overwritten = sorted(set().union(*known) & set(_ADDED_KEYS))
+        if len(known) < len(keys) or overwritten:
+            why = (
+                f"the Estimator's own params hold {', '.join(map(repr, overwritten))}, which "
+                "TPUEstimator overwrites"
+                if overwritten
+                else "est2tpu cannot tell which keys the Estimator's own params hold"
+            )
+            self.refuse(
+                original_node,
+                f"`{call}(..., **params)` passes on TPUEstimator's params, which hold its own "
+                f"keys too ('batch_size', 'use_tpu', 'context' on TPU), and {why}; {manual}",
+            )
+            return updated_node
+        filtered = cst.parse_expression(
+            f"{{key: value for key, value in params.items() if {condition}}}"
+        )
+        call_node = updated_node.with_changes(
+            args=[
+                a.with_changes(value=filtered) if _splats_params(a) else a
+                for a in updated_node.args
+            ]
+        )
+        if not is_multiline(original_node) and too_long(call_node):
+            call_node = explode(call_node, self.call_depth())
+        self.record(original_node, "**params passes on the program's keys, not TPUEstimator's")
+        return call_node
+
+    def _enclosing_model_fn(self) -> tuple[list[str], bool] | None:
+        """The scope of the model_fn whose `params` a splat here reads, and whether that
+        model_fn binds `params` again; None outside a model_fn, or when a def nested in it
+        binds a `params` of its own."""
+        model_fns = self.state.index.model_fns
+        for depth in range(len(self.scope), 0, -1):
+            scope = self.scope[:depth]
+            if (self.state.path, ".".join(scope)) not in model_fns:
+                continue
+            inner = self._defs[depth - 1 :]
+            defs = [fn for fn in inner if isinstance(fn, cst.FunctionDef)]
+            if len(defs) < len(inner) or any("params" in assigned_names(fn) for fn in defs[1:]):
+                return None  # a class between them, or a `params` of a nested def's own
+            return scope, len(assigned_names(defs[0]).get("params", [])) > 1
+        return None
+
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         """`params = {"batch_size": ..., ...}` for a TPUEstimator built with `params=params`:
         TPUEstimator refuses the reserved key, and fills it itself from its batch sizes."""
@@ -207,6 +312,10 @@ class TpuEstimator(Rule):
             kept[-1] = kept[-1].with_changes(comma=value.elements[-1].comma)
         self.record(original_node, "reserved params key 'batch_size' -> TPUEstimator batch sizes")
         return updated_node.with_changes(value=value.with_changes(elements=kept))
+
+
+def _splats_params(arg: cst.Arg) -> bool:
+    return arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == "params"
 
 
 def _batch_size_held_by(params: cst.Arg | None, sizes: Iterable[str]) -> str | None:
