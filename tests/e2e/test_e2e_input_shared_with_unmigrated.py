@@ -32,9 +32,7 @@ def test_input_shared_with_an_unmigrated_subclass_trains_as_before(tmp_path: Pat
     # the shim, which hands anything that does not train on a TPU to TensorFlow's.
     assert "class WarmEstimator(tf.estimator.Estimator):" in migrated
     assert "\nlooped, _ = tpu_runtime.train_and_evaluate(" in migrated
-    assert {f.rule_id for f in result.findings} == {"TPU014"}, [
-        f.render() for f in result.findings
-    ]
+    assert {f.rule_id for f in result.findings} == {"TPU014"}, [f.render() for f in result.findings]
     runs = {}
     for name, text in (("original", PROGRAM.read_text()), ("migrated", migrated)):
         program = tmp_path / f"{name}.py"
