@@ -155,6 +155,23 @@ class UseSite:
     examples_code: str | None = None
     problems: list[str] = field(default_factory=list)
 
+    def joined(self, other: UseSite) -> UseSite:
+        """This site and `other`, one call seen two ways (a project function's returned
+        spec: by its place in its own scope, and by its text as the function's callers
+        reach it), as one site."""
+        batch_arg = self.lambda_batch_arg
+        return UseSite(
+            tpu=self.tpu or other.tpu,
+            lambda_params=self.lambda_params or other.lambda_params,
+            lambda_batch_arg=batch_arg if batch_arg is not None else other.lambda_batch_arg,
+            lambda_forward_params=self.lambda_forward_params or other.lambda_forward_params,
+            unsized=self.unsized or other.unsized,
+            lacks_params=self.lacks_params or other.lacks_params,
+            sized_input=self.sized_input or other.sized_input,
+            examples_code=self.examples_code or other.examples_code,
+            problems=[*self.problems, *other.problems],
+        )
+
 
 @dataclass
 class DirectCall:

@@ -1384,7 +1384,11 @@ class _UseCollector(_Scoped):
                 self.consumer(input_fn, f"`{holder}`")
             if est_var and ctor is None:
                 return  # a call's result, and not an Estimator the index knows of
-            site_key = self.spec_sites.get(id(call), (self.src.path, scope, self.code(call)))
+            # A spec by its place among the scope's specs (the rule's key_of), any other call
+            # by its text.
+            site_key = self.spec_sites.get(id(call)) or self.node_keys.get(
+                id(call), (self.src.path, scope, self.code(call))
+            )
             site = self.ix.index.use_sites.setdefault(site_key, UseSite())
             self.ctor_scope = ctor[1] if ctor is not None else None
             self.ctor_path = ctor[0] if ctor is not None else None

@@ -152,6 +152,10 @@ def call_kind(imports: ImportTable, func: cst.BaseExpression) -> str | None:
         return "ctor"
     if canonical == "estimator.train_and_evaluate":
         return "train_and_evaluate"
+    if canonical in SPEC_CTORS:
+        # by order, not by text: a notebook's cells repeat one EvalSpec(...) word for word
+        # for different estimators
+        return "spec"
     if canonical in NUMPY_INPUTS:
         return "numpy"
     return None
@@ -164,6 +168,8 @@ _SHIM_KINDS = {
     "tf2.inputs.numpy_input_fn": "numpy",
     "tf2.inputs.pandas_input_fn": "numpy",
     "tf2.train_and_evaluate": "train_and_evaluate",
+    "tf2.TrainSpec": "spec",
+    "tf2.EvalSpec": "spec",
     **{f"premade.{name}": "ctor" for name in sorted(TPU_PREMADE)},
     "train_and_evaluate": "train_and_evaluate",
     "numpy_input_fn": "numpy",

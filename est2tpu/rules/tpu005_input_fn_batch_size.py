@@ -38,6 +38,8 @@ from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
 
 
 class InputFnBatchSize(Rule):
+    KEYED = True  # TrainSpec/EvalSpec sites are keyed by order
+
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return (
@@ -370,9 +372,12 @@ class InputFnBatchSize(Rule):
         )
         if name not in SPEC_CTORS and method not in RUN_METHODS:
             return updated_node
-        site = self.state.index.use_sites.get(
-            (self.state.path, self.here, node_code(original_node))
-        )
+        sites = self.state.index.use_sites
+        key = self.key_of(original_node)  # a spec's (see call_kind)
+        keyed = sites.get(key) if key is not None else None
+        # a run method, or the spec a project function returns to its callers, by its text
+        by_text = sites.get((self.state.path, self.here, node_code(original_node)))
+        site = keyed.joined(by_text) if keyed and by_text else keyed or by_text
         if site is None:
             return updated_node
         for problem in dict.fromkeys(site.problems):
