@@ -514,3 +514,21 @@ def name_count(
 
     walk(node.body if isinstance(node, cst.FunctionDef) else node, V())
     return count
+
+
+def pure_read(node: cst.BaseExpression) -> bool:
+    """A name, an attribute of one, or a literal key of one (`clip_norm`, `hparams.clip_norm`,
+    `params["clip_norm"]`): reading it calls nothing of the user's but an attribute or item
+    lookup, so two reads with nothing rebinding the name in between give the same value."""
+    if isinstance(node, cst.Name):
+        return node.value not in ("True", "False", "None")
+    if isinstance(node, cst.Attribute):
+        return pure_read(node.value)
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        key = node.slice[0].slice
+        return (
+            isinstance(key, cst.Index)
+            and isinstance(key.value, (cst.SimpleString, cst.Integer))
+            and pure_read(node.value)
+        )
+    return False

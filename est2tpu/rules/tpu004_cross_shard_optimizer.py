@@ -14,6 +14,7 @@ from est2tpu.cstutil import (
     indented_blocks,
     iter_calls,
     names_read,
+    pure_read,
     unique_name,
     walk,
 )
@@ -81,7 +82,9 @@ class CrossShardOptimizer(Rule):
             updated_node = add_param(updated_node, "params")
         body = updated_node.body
         assert isinstance(body, cst.IndentedBlock)
-        test: cst.BaseExpression = cst.parse_expression('params["use_tpu"]')
+        test: cst.BaseExpression = cst.parse_expression(
+            "params.use_tpu" if _params_read_by_attribute(updated_node) else 'params["use_tpu"]'
+        )
         statements = list(body.body)
         if len(locals_.get("params", ())) > 1:
             # `params = {...}` / `params = params or {}` in the model_fn: the rebound dict
@@ -502,6 +505,7 @@ class CrossShardOptimizer(Rule):
             lines.append(f'{scalar}("{scope}/global_norm/gradient_norm", {norm})')
         clip = args.get("clip_gradients")
         applied = grads
+        run_time_clip: str | None = None
         if not none("clip_gradients"):
             assert clip is not None
             # A name of its own for the clipped pairs: each name bound once keeps the
@@ -516,16 +520,31 @@ class CrossShardOptimizer(Rule):
                 lines.append(f"{applied} = list(zip({norms}, [v for _, v in {grads}]))")
             elif isinstance(clip, cst.Lambda):
                 lines.append(f"{applied} = ({code(clip)})({grads})")
+            elif pure_read(clip) and self.has_runtime("optimize_loss_clip_gradients"):
+                # `hparams.clip_norm`: a float, a callable or None only when the model_fn
+                # runs; the shim takes the branch TensorFlow took then. A read, so evaluating
+                # it again for the summary below gives the same value.
+                helper = code(self.runtime("optimize_loss_clip_gradients"))
+                lines.append(f"{applied} = {helper}({code(clip)}, {grads})")
+                run_time_clip = code(clip)
             else:
                 raise _Refusal(
-                    "optimize_loss(clip_gradients=...) is neither a float literal nor a "
-                    "lambda: est2tpu cannot tell how TensorFlow would clip"
+                    "optimize_loss(clip_gradients=...) is neither a float literal, a lambda, "
+                    "a name nor an attribute or item of one: est2tpu cannot tell how TensorFlow would "
+                    "clip; bind the value to a name first"
                 )
         if "loss" in summaries:
             lines.append(f'{scalar}("{scope}/loss", {loss})')
         if not none("clip_gradients") and "global_gradient_norm" in summaries:
             clipped_norm = f"{tf('linalg.global_norm')}([g for g, _ in {applied}])"
-            lines.append(f'{scalar}("{scope}/global_norm/clipped_gradient_norm", {clipped_norm})')
+            clipped_summary = (
+                f'{scalar}("{scope}/global_norm/clipped_gradient_norm", {clipped_norm})'
+            )
+            if run_time_clip is not None:
+                # TensorFlow wrote it only when clip_gradients was not None
+                lines.append(f"if {run_time_clip} is not None:")
+                clipped_summary = "    " + clipped_summary
+            lines.append(clipped_summary)
         updated = fresh("grad_updates")
         lines.append(f"{updated} = {opt}.apply_gradients({applied}, global_step={step})")
         lines.append(f"with {tf('control_dependencies')}([{updated}]):")
@@ -702,6 +721,42 @@ class CrossShardOptimizer(Rule):
             ]
         )
         return cst.If(test=test, body=cst.IndentedBlock([assign]))
+
+
+# What a dict and an HParams both answer: reading one of these says nothing of which it is.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+def _params_read_by_attribute(fn: cst.FunctionDef) -> bool:
+    """Whether the model_fn reads `params.name` (or `alias.name` for an `alias = params`):
+    its params is then an HParams, where TPUEstimator sets `use_tpu` with add_hparam and
+    `params["use_tpu"]` is a TypeError."""
+    locals_ = assigned_names(fn)
+    aliases = {"params"} | {
+        name
+        for name, values in locals_.items()
+        if len(values) == 1 and isinstance(values[0], cst.Name) and values[0].value == "params"
+    }
+    if len(locals_.get("params", ())) > 1:
+        return False  # rebound: what it reads may not be TPUEstimator's params
+    return any(
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value in aliases
+        and node.attr.value not in _DICT_ATTRIBUTES
+        for node in _attributes(fn)
+    )
+
+
+def _attributes(fn: cst.FunctionDef) -> list[cst.Attribute]:
+    found: list[cst.Attribute] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            found.append(node)
+
+    fn.body.visit(V())
+    return found
 
 
 class _Refusal(Exception):

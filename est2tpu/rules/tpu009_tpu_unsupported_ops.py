@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 
 import libcst as cst
@@ -14,6 +15,7 @@ from est2tpu.cstutil import (
     iter_calls,
     kwarg,
     names_read,
+    pure_read,
     scalar_tensor,
     walk,
 )
@@ -48,6 +50,7 @@ SUMMARY_FIXES = {
     "FileWriter": "write from the host_call function, or outside the model_fn",
 }
 METRIC_PREFIXES = ("metrics.", "compat.v1.metrics.", "contrib.metrics.")
+_BUILTINS = frozenset(dir(builtins))
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
 SPEC_NAMES = frozenset({"estimator.EstimatorSpec", "estimator.tpu.TPUEstimatorSpec",
                         "compat.v1.estimator.tpu.TPUEstimatorSpec",
@@ -103,7 +106,10 @@ class TpuUnsupported(Rule):
     def _summary(self, stmt: cst.BaseStatement) -> tuple[str, cst.Call] | None:
         """(kind, call) for `tf.compat.v1.summary.scalar("tag", tensor)` alone on its line,
         or for a loop that writes one per metric of a dict: `for name, op in
-        metrics.items(): tf.summary.scalar(name, op[1])` (its tensor reads `op` only)."""
+        metrics.items(): tf.summary.scalar(name, op[1])` (its tensor reads `op` only), or
+        for one alone under `if <read> is not None:` (see `_summary_guard`)."""
+        if (guarded := _summary_guard(stmt)) is not None:
+            return self._summary(guarded[1])
         if (loop := _metrics_loop(stmt)) is not None:
             inner, key, value, _ = loop
             found = self._summary(inner)
@@ -146,11 +152,17 @@ class TpuUnsupported(Rule):
         name = self.tf_name(value.func)
         if name is not None:
             return name.startswith(METRIC_PREFIXES)
+        func = dotted(value.func)
+        head, dot, _ = (func or "").partition(".")
         return (
-            dotted(value.func) is not None
-            and dotted(value.func) not in ("dict", "None")
+            func is not None
+            and func not in ("dict", "None")
+            # a builtin (`list(zip(...))`) or a method of a value, not of an imported module
+            # (`optimizer.compute_gradients(loss)`), is no project helper returning metrics
+            and not (not dot and head in _BUILTINS)
+            and not (dot and head != "self" and self.state.imports.import_form(head) is None)
             and not (self.state.imports.qualify(value.func) or "").startswith(
-                ("tensorflow", "tf_keras", "keras")
+                ("tensorflow", "tf_keras", "keras", "est2tpu.")
             )
         )
 
@@ -187,6 +199,8 @@ class TpuUnsupported(Rule):
         for k, st in enumerate(body.body):
             if not isinstance(st, cst.If) or not isinstance(st.body, cst.IndentedBlock):
                 continue
+            if self._summary(st):
+                continue  # a guarded summary: one of the block's own
             if not any(self._summary(inner) for inner in st.body.body):
                 continue
             if self._eval_only(st.test):
@@ -299,6 +313,26 @@ class TpuUnsupported(Rule):
         for number, (stmt, index, (kind, call), in_body) in enumerate(statements):
             tag, tensor = call.args[0].value, call.args[1].value
             loop = _metrics_loop(stmt)
+            guard = _summary_guard(stmt)
+            if guard is not None:
+                # `if hparams.clip_norm is not None:` decides in Python, when the model_fn
+                # runs, whether the summary exists; the host decides again, on the same
+                # values (read again there, so nothing may rebind them, nor be a tensor).
+                test_reads = free_names(guard[0])
+                if in_body or not bound_once([*free_names(tensor), *test_reads], index):
+                    return None
+                if not all(
+                    n.value in NOT_TENSORS
+                    or n.value not in locals_
+                    or (
+                        len(locals_[n.value]) == 1
+                        and (v := locals_[n.value][0]) is not None
+                        and pure_read(v)
+                        and {r.value for r in free_names(v)} <= NOT_TENSORS
+                    )
+                    for n in test_reads
+                ):
+                    return None  # `hp = params["hp"]` is a Python value; a tensor may be too
             if loop is None and not isinstance(tag, cst.SimpleString):
                 return None
             reads = free_names(tensor)
@@ -309,7 +343,7 @@ class TpuUnsupported(Rule):
                     return None
             metrics = {n.value for n in reads} & set(metric_stmts)
             if in_body or not bound_once(reads, index):
-                if loop is not None:
+                if loop is not None or guard is not None:
                     return None
                 param = f"summary_{number}"
                 if param in locals_ or any(
@@ -336,7 +370,7 @@ class TpuUnsupported(Rule):
                     cst.parse_expression(f"{param}[0]") if kind == "scalar" else cst.Name(param)
                 )
                 metrics = set()
-            elif metrics:
+            elif metrics and guard is None:
                 # the tensor is read from the metric, rebuilt on the host
                 for m in sorted(metrics - set(used_metrics)):
                     metric_assign = metric_stmts[m].body[0]
@@ -368,18 +402,23 @@ class TpuUnsupported(Rule):
                 if others:
                     return None
                 value_on_host = tensor
+            elif metrics:
+                return None
             else:
                 param = f"summary_{number}"
                 params.append(cst.Param(cst.Name(param)))
                 shape = "[1]" if kind == "scalar" else "[-1]"
-                passed.append(
-                    cst.Element(
-                        cst.Call(
-                            self.tf("reshape"),
-                            [cst.Arg(tensor), cst.Arg(cst.parse_expression(shape))],
-                        )
-                    )
+                reshaped: cst.BaseExpression = cst.Call(
+                    self.tf("reshape"), [cst.Arg(tensor), cst.Arg(cst.parse_expression(shape))]
                 )
+                if guard is not None:
+                    # without the summary the tensor may not exist: a placeholder travels
+                    reshaped = cst.IfExp(
+                        test=guard[0],
+                        body=reshaped,
+                        orelse=cst.Call(self.tf("zeros"), [cst.Arg(cst.parse_expression("[1]"))]),
+                    )
+                passed.append(cst.Element(reshaped))
                 value_on_host = (
                     cst.parse_expression(f"{param}[0]") if kind == "scalar" else cst.Name(param)
                 )
@@ -408,6 +447,14 @@ class TpuUnsupported(Rule):
                 assert isinstance(stmt, cst.For) and isinstance(stmt.body, cst.IndentedBlock)
                 host.append(
                     stmt.with_changes(body=stmt.body.with_changes(body=[written]), leading_lines=())
+                )
+            elif guard is not None:
+                assert isinstance(stmt, cst.If)
+                host.append(
+                    stmt.with_changes(
+                        body=cst.IndentedBlock([written]),
+                        leading_lines=(),
+                    )
                 )
             else:
                 host.append(written)
@@ -476,7 +523,7 @@ class TpuUnsupported(Rule):
         specs = 0
         for i, st in enumerate(body.body):
             if i == last:
-                assert isinstance(st, (cst.SimpleStatementLine, cst.For))  # a summary
+                assert isinstance(st, (cst.SimpleStatementLine, cst.For, cst.If))  # a summary
                 if id(st) in captured:
                     new_body.append(captured[id(st)])
                     new_body.append(host_fn)
@@ -681,6 +728,32 @@ class TpuUnsupported(Rule):
                 return True
 
         walk(fn, V())
+
+
+def _summary_guard(stmt: cst.BaseStatement) -> tuple[cst.BaseExpression, cst.BaseStatement] | None:
+    """(test, statement) of `if <read>:` / `if <read> is (not) None:` over one statement and
+    no else (TPU004 writes `if hparams.clip_norm is not None:` before the summary TF 1.15's
+    optimize_loss wrote only with clipping); `<read>` is a name, an attribute or a literal
+    item of one, read again on the host."""
+    if not (
+        isinstance(stmt, cst.If)
+        and stmt.orelse is None
+        and isinstance(stmt.body, cst.IndentedBlock)
+        and len(stmt.body.body) == 1
+    ):
+        return None
+    test = stmt.test
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        only = test.comparisons[0]
+        if (
+            isinstance(only.operator, (cst.Is, cst.IsNot))
+            and isinstance(only.comparator, cst.Name)
+            and only.comparator.value == "None"
+        ):
+            test = test.left
+    if not pure_read(test):
+        return None
+    return stmt.test, stmt.body.body[0]
 
 
 def _metrics_loop(stmt: cst.BaseStatement) -> tuple[cst.BaseStatement, str, str, str] | None:

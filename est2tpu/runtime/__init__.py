@@ -20,6 +20,7 @@ __all__ = [
     "iterations_per_loop",
     "model_to_estimator",
     "numpy_input_fn",
+    "optimize_loss_clip_gradients",
     "pandas_input_fn",
     "params_without_batch_size",
     "premade",
@@ -49,3 +50,4 @@ from est2tpu.runtime.inputs import (
 )
 from est2tpu.runtime.keras import model_to_estimator
 from est2tpu.runtime.loop import train_and_evaluate
+from est2tpu.runtime.optimizers import optimize_loss_clip_gradients
