@@ -1296,8 +1296,9 @@ class EstimatorFacade(Rule):
             name = str(node.evaluated_value)
         else:
             return (
-                f"(TF 1.x's V1 {short}, the class a partitioner makes it, takes a name or a "
-                "TF1 optimizer written here; a Keras optimizer fails there)"
+                f"(the partitioner makes this TF 1.x's V1 {short}, whose optimizer maps "
+                "exactly only as a name or a TF1 optimizer written here; a Keras optimizer "
+                "fails in it)"
             )
         tf1 = f"train.{'GradientDescent' if name == 'SGD' else name}Optimizer"
         if tf1 in TF1_NO_KERAS:
