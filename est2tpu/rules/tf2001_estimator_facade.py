@@ -10,6 +10,7 @@ from est2tpu.cstutil import (
     explode,
     is_multiline,
     iter_calls,
+    one_per_line,
     target_names,
     too_long,
     with_kwarg,
@@ -332,6 +333,32 @@ V1_COMMON_PREFIX = {
     "LinearRegressor": 6,
 }
 
+# The argument only TF 1.x's (V1) premade has: it shards the weights it names over parameter
+# servers. TF 1.15's `canned/linear.py` opens `variable_scope('linear', partitioner=...)` around
+# the linear model, whose logits are `sum_c x_c @ W_c + b`: a partitioned W is the
+# concatenation of its shards (each initialized to zeros, as W is), so the product and its
+# gradient (split back per shard) are W's, and every optimizer the facade takes updates
+# element-wise. `canned/dnn.py` opens `variable_scope('input_from_feature_columns',
+# partitioner=...)` around the input layer only, whose variables are embedding tables read
+# by `embedding_lookup` over the shards (`partition_strategy='div'`): the rows of the whole
+# table. Without parameter servers both default to `min_max_variable_partitioner(
+# max_partitions=num_ps_replicas)` anyway: placement, not math.
+V1_PARTITIONER = {
+    "DNNClassifier": "input_layer_partitioner",
+    "DNNRegressor": "input_layer_partitioner",
+    "LinearClassifier": "partitioner",
+    "LinearRegressor": "partitioner",
+}
+# TF 1.x's partitioner factories: calls that only build a function (nothing else happens).
+PARTITIONER_FACTORIES = frozenset(
+    {"fixed_size_partitioner", "min_max_variable_partitioner", "variable_axis_size_partitioner"}
+)
+# V1's `get_optimizer_instance(name, learning_rate=_LEARNING_RATE)` (TF 2.15
+# `canned/optimizers.py`): a name is TF1's class at the premade's own rate (dnn.py 0.05,
+# linear.py 0.2), where the V2 facade gives a DNN the Keras class default (Adagrad: 0.001).
+V1_LEARNING_RATE = {"DNN": "0.05", "Linear": "0.2"}
+V1_DEFAULT_OPTIMIZER = {"DNN": "Adagrad", "Linear": "Ftrl"}
+
 
 class _Plan:
     """A TF1 optimizer call's Keras legacy form: each argument's Keras keyword (None: kept
@@ -438,6 +465,11 @@ class EstimatorFacade(Rule):
         self.premade_why: dict[int, str | None] = {}
         self.tf1_optimizers: dict[int, _Plan] = {}  # TF1 optimizer calls -> their Keras form
         self.v1_premades: set[int] = set()  # premades given one: TF 1.x's V1 classes
+        # V1 premade calls (by id) -> the partitioner argument they drop ("" for none)
+        self.v1_partitioned: dict[int, str] = {}
+        # V1 premade calls (by id) -> the Keras legacy optimizer their name or default is
+        # (`Adagrad(learning_rate=0.05)`), when the V2 facade's would differ
+        self.v1_optimizer: dict[int, str] = {}
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also for the private Estimator names the facade has."""
@@ -461,7 +493,7 @@ class EstimatorFacade(Rule):
                 plans: dict[int, _Plan] = {}
                 why = self.premade_refusal(call, short, scope, plans)
                 self.premade_why[id(call)] = why
-                if why is None and plans:
+                if why is None and (plans or id(call) in self.v1_partitioned):
                     self.tf1_optimizers.update(plans)
                     self.v1_premades.add(id(call))
 
@@ -728,6 +760,8 @@ class EstimatorFacade(Rule):
             if self._explode(original_node, keras_call):
                 keras_call = explode(keras_call, self.call_depth())
             return keras_call
+        if id(original_node) in self.v1_premades:
+            updated_node = self._v1_arguments(original_node, updated_node, f"{alias}")
         if (
             id(original_node) in self.v1_premades
             and cst_kwarg(original_node, "loss_reduction") is None
@@ -744,6 +778,8 @@ class EstimatorFacade(Rule):
             )
             if self._explode(original_node, updated_node):
                 updated_node = explode(updated_node, self.call_depth())
+        if id(original_node) in self.v1_premades:
+            updated_node = self._relaid(original_node, updated_node)
         if id(original_node) in self.keras_sgd:
             alias = self.state.imports.alias_for("tensorflow")
             self.record(
@@ -923,18 +959,37 @@ class EstimatorFacade(Rule):
                 args[arg.keyword.value] = arg.value
             elif i < len(params):
                 args[params[i]] = arg.value
+        bad: list[str] = []
+        partitioner = V1_PARTITIONER[short]
+        partitioned = cst_kwarg(node, partitioner) is not None
+        # Only TF 1.x's V1 class takes it (TF 2.15's V2 raises a TypeError); it is dropped
+        # (see V1_PARTITIONER), so its value must be one whose evaluation does nothing else.
+        if partitioned and not self._plain_partitioner(args.pop(partitioner)):
+            bad.append(
+                f"{partitioner}= (an expression whose evaluation may do more than build "
+                "a partitioner, which dropping the argument would drop: bind it to a name "
+                "before the call)"
+            )
         unknown = sorted(set(args) - set(params))
         if unknown:
             return f"{short}({', '.join(unknown)}): not an argument of tf.estimator.{short}"
-        bad: list[str] = []
         optimizer = args.get("optimizer")
         tf1 = None if optimizer is None else self._tf1_optimizers(node, optimizer, scope)
         if isinstance(tf1, str):
             bad.append(f"optimizer {tf1}")
-        elif tf1 is not None:
-            plans.update(tf1)
+        elif tf1 is not None or partitioned:
+            if tf1 is not None:
+                plans.update(tf1)
+            else:
+                named = self._v1_named_optimizer(short, optimizer)
+                if named.startswith("("):
+                    bad.append(f"optimizer {named}")
+                elif named:
+                    self.v1_optimizer[id(node)] = named
+            self.v1_partitioned[id(node)] = partitioner if partitioned else ""
             # A TF1 optimizer makes this TF 1.x's V1 class (TF 2.15's V2 raises a
-            # ValueError for one); V1's positional order differs after these.
+            # ValueError for one), as a partitioner does; V1's positional order differs
+            # after these.
             common = V1_COMMON_PREFIX[short]
             if any(a.keyword is None for a in node.args[common:]):
                 bad.append(
@@ -1153,6 +1208,106 @@ class EstimatorFacade(Rule):
             keywords[i] = None if i == 0 and arg.keyword is None else new
         extra = [f"{k}={v}" for k, v in spec.written.items() if k not in given]
         return _Plan(spec.keras, keywords, extra)
+
+    def _v1_arguments(self, original: cst.Call, updated: cst.Call, alias: str) -> cst.Call:
+        """A V1 premade's partitioner dropped and its optimizer name (or default) written as
+        the Keras legacy optimizer that makes V1's update."""
+        partitioner = self.v1_partitioned.get(id(original), "")
+        if partitioner:
+            self.record(
+                original,
+                f"{partitioner}= of TF 1.x's V1 premade dropped: partitioning shards the "
+                "variables over parameter servers and leaves the model's function and updates "
+                "as they are",
+            )
+            args = [a for a in updated.args if a.keyword is None or a.keyword.value != partitioner]
+            if len(args) < len(updated.args) and args:
+                last = updated.args[-1]
+                args[-1] = args[-1].with_changes(
+                    comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
+                )
+            updated = updated.with_changes(args=args)
+        keras = self.v1_optimizer.get(id(original))
+        if keras is not None:
+            value = cst.parse_expression(f"{alias}.keras.optimizers.legacy.{keras}")
+            self.record(
+                original,
+                "TF 1.x's V1 premade builds a named (or its default) optimizer as TF1's class at "
+                f"its own learning rate -> optimizer=tf.keras.optimizers.legacy.{keras}",
+            )
+            short = (self.tf_name(original.func) or "").rsplit(".", 1)[-1]
+            params = PREMADE_FACADE[short]  # V1's order up to `optimizer` (V1_COMMON_PREFIX)
+            given = [
+                i
+                for i, a in enumerate(updated.args)
+                if (a.keyword.value if a.keyword is not None else params[i]) == "optimizer"
+            ]
+            if given:
+                args = list(updated.args)
+                args[given[0]] = args[given[0]].with_changes(value=value)
+                updated = updated.with_changes(args=args)
+            else:
+                updated = with_kwarg(updated, "optimizer", value)
+        return updated
+
+    def _relaid(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """A V1 premade whose rewrite made a line too long, laid out one argument per line
+        (also a multi-line call, unless a comment sits among its arguments)."""
+        if not (self.v1_partitioned.get(id(original)) or id(original) in self.v1_optimizer):
+            return updated
+        code = cst.Module([]).code_for_node(updated)
+        long = max(len(line) for line in code.splitlines()) + 16 > 88
+        if long and "#" not in code and not one_per_line(updated) and self.call_depth() == 1:
+            return explode(updated, 1)
+        return updated
+
+    def _plain_partitioner(self, node: cst.BaseExpression) -> bool:
+        """`None`, a name, an attribute of a name, or TF 1.x's partitioner factory called
+        with such values or literals: nothing but the value happens when it is evaluated."""
+        if isinstance(node, cst.Name):
+            return True
+        if isinstance(node, cst.Attribute):
+            return self._plain_partitioner(node.value)
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return True
+        if isinstance(node, cst.UnaryOperation):
+            return self._plain_partitioner(node.expression)
+        if isinstance(node, cst.BinaryOperation):
+            return self._plain_partitioner(node.left) and self._plain_partitioner(node.right)
+        if isinstance(node, cst.Call):
+            name = self.tf_name(node.func) or ""
+            return name.rsplit(".", 1)[-1] in PARTITIONER_FACTORIES and all(
+                not a.star and self._plain_partitioner(a.value) for a in node.args
+            )
+        return False
+
+    def _v1_named_optimizer(self, short: str, node: cst.BaseExpression | None) -> str:
+        """The Keras legacy optimizer (class and arguments) that makes V1's update for an
+        optimizer given by name or left to its default; "" when the facade's own is already
+        V1's, "(why)" when none is."""
+        kind = "DNN" if short.startswith("DNN") else "Linear"
+        if node is None:
+            name = V1_DEFAULT_OPTIMIZER[kind]
+        elif _is_none(node):
+            if kind == "DNN":
+                return "(None: TF 1.x's V1 DNN premade raises a ValueError for it)"
+            return ""  # both use Ftrl at min(0.2, 1 / sqrt(len(feature_columns)))
+        elif isinstance(node, cst.SimpleString) and node.evaluated_value in OPTIMIZER_NAMES:
+            name = str(node.evaluated_value)
+        else:
+            return (
+                f"(the partitioner makes this TF 1.x's V1 {short}, whose optimizer maps "
+                "exactly only as a name or a TF1 optimizer written here; a Keras optimizer "
+                "fails in it)"
+            )
+        tf1 = f"train.{'GradientDescent' if name == 'SGD' else name}Optimizer"
+        if tf1 in TF1_NO_KERAS:
+            return f"({name!r} is TF 1.x's {tf1[6:]}: {TF1_NO_KERAS[tf1]})"
+        if kind == "Linear" and name == "Ftrl":
+            return ""  # the facade's 'Ftrl' is Ftrl at 0.2 too
+        spec = TF1_OPTIMIZERS[tf1]
+        extra = "".join(f", {k}={v}" for k, v in spec.written.items())
+        return f"{spec.keras}(learning_rate={V1_LEARNING_RATE[kind]}{extra})"
 
     def _exact_optimizer(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.SimpleString):
