@@ -50,6 +50,18 @@ TPU_PREMADE = frozenset(
 _PREMADE_V2_MODULES = ("tensorflow.estimator.", "tensorflow_estimator.estimator.")
 
 
+# The argument only TF 1.x's V1 premade classes take (TF 2.15's `tf.estimator.X` raises a
+# TypeError on it): a call that passes it is a TF 1.x program's V1 premade.
+V1_PARTITIONER = {
+    "DNNClassifier": "input_layer_partitioner",
+    "DNNRegressor": "input_layer_partitioner",
+    "LinearClassifier": "partitioner",
+    "LinearRegressor": "partitioner",
+    "DNNLinearCombinedClassifier": "input_layer_partitioner",
+    "DNNLinearCombinedRegressor": "input_layer_partitioner",
+}
+
+
 def premade_refusal(short: str, qualified: str, call: cst.Call, use_runtime: bool) -> str | None:
     """Why a premade estimator call stays as it is under tpu-estimator; None: it converts."""
     if short.startswith("BoostedTrees"):
@@ -67,6 +79,17 @@ def premade_refusal(short: str, qualified: str, call: cst.Call, use_runtime: boo
             f"{qualified or short} is TensorFlow 1's premade {short} (SUM loss reduction, "
             f"TF1 optimizers), which est2tpu.runtime.premade does not rebuild; "
             f"tf.estimator.{short} (TF2's) becomes a TPUEstimator"
+        )
+    v1_only = V1_PARTITIONER.get(short)
+    if v1_only is not None and any(
+        a.keyword is not None and a.keyword.value == v1_only for a in call.args
+    ):
+        return (
+            f"premade {short}({v1_only}=...) is TensorFlow 1's V1 class (only it takes "
+            f"{v1_only}; TF 2.15's tf.estimator.{short} raises a TypeError on it, and V1 sums "
+            "its loss and builds TF1 optimizers), which est2tpu.runtime.premade does not "
+            f"rebuild; use `--target tf2` (which drops {v1_only} exactly), or drop it and "
+            "re-run if TF2's class is what you want"
         )
     if any(a.star for a in call.args):
         return f"premade {short} called with *args/**kwargs; convert it by hand"

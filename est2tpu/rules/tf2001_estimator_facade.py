@@ -20,7 +20,7 @@ from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import FACADE_MODULE, facade
-from est2tpu.tfapi import LEARN_RUN_CONFIG_ARGS
+from est2tpu.tfapi import LEARN_RUN_CONFIG_ARGS, V1_PARTITIONER
 
 # Canonical TensorFlow name -> the facade's name for it (same signature, same semantics).
 # tf.estimator.experimental's early-stopping functions, which tf.contrib.estimator re-exported.
@@ -333,7 +333,7 @@ V1_COMMON_PREFIX = {
     "LinearRegressor": 6,
 }
 
-# The argument only TF 1.x's (V1) premade has: it shards the weights it names over parameter
+# V1_PARTITIONER (tfapi) names the argument only TF 1.x's (V1) premade has: it shards the weights it names over parameter
 # servers. TF 1.15's `canned/linear.py` opens `variable_scope('linear', partitioner=...)` around
 # the linear model, whose logits are `sum_c x_c @ W_c + b`: a partitioned W is the
 # concatenation of its shards (each initialized to zeros, as W is), so the product and its
@@ -343,12 +343,7 @@ V1_COMMON_PREFIX = {
 # by `embedding_lookup` over the shards (`partition_strategy='div'`): the rows of the whole
 # table. Without parameter servers both default to `min_max_variable_partitioner(
 # max_partitions=num_ps_replicas)` anyway: placement, not math.
-V1_PARTITIONER = {
-    "DNNClassifier": "input_layer_partitioner",
-    "DNNRegressor": "input_layer_partitioner",
-    "LinearClassifier": "partitioner",
-    "LinearRegressor": "partitioner",
-}
+
 # TF 1.x's partitioner factories: calls that only build a function (nothing else happens).
 PARTITIONER_FACTORIES = frozenset(
     {"fixed_size_partitioner", "min_max_variable_partitioner", "variable_axis_size_partitioner"}
