@@ -147,6 +147,14 @@ _TF_PROBE = textwrap.dedent(
     report["loops_off_tpu"] = [runtime.iterations_per_loop(), runtime.iterations_per_loop(50),
                                runtime.run_config().tpu_config.iterations_per_loop,
                                default.tpu_config.iterations_per_loop]
+    class MasterRunConfig(tf.estimator.RunConfig):
+        def __init__(self, master, **kwargs):
+            super().__init__(**kwargs)
+            self._master = master
+
+    own = runtime.ensure_tpu_run_config(MasterRunConfig("grpc://ps:2222", model_dir="m"))
+    report["own_master"] = [own.master, own.evaluation_master, own.model_dir,
+                            default.master, default.evaluation_master]
     try:
         runtime.ensure_tpu_run_config({"model_dir": "x"})
         report["bad_type"] = "no error"
@@ -235,6 +243,13 @@ def test_ensure_tpu_run_config_keeps_every_setting(tf_report: dict[str, Any]) ->
 def test_ensure_tpu_run_config_keeps_checkpoint_schedule(tf_report: dict[str, Any]) -> None:
     assert tf_report["by_secs"] == [77, None]
     assert tf_report["default_ckpt"] == [600, None]
+
+
+@pytest.mark.tf
+def test_ensure_tpu_run_config_keeps_a_subclass_master(tf_report: dict[str, Any]) -> None:
+    # A subclass's own master (no constructor argument carries it) survives off TPU; the
+    # evaluation master follows it, as TF's TPU RunConfig does when none is given.
+    assert tf_report["own_master"] == ["grpc://ps:2222", "grpc://ps:2222", "m", "", ""]
 
 
 @pytest.mark.tf

@@ -184,6 +184,14 @@ def ensure_tpu_run_config(
     # 600-second default.
     kwargs["save_checkpoints_steps"] = config.save_checkpoints_steps
     kwargs["save_checkpoints_secs"] = config.save_checkpoints_secs
+    # A RunConfig subclass may set its own master (magenta's `MasterRunConfig` assigns
+    # `self._master = FLAGS.master`), which no constructor argument carries. Off TPU it is
+    # kept; on a TPU the TPU's cluster is the master (the TPU RunConfig refuses both).
+    if cluster_resolver(tpu) is None:
+        default = tf.estimator.RunConfig()
+        for name in ("master", "evaluation_master"):
+            if getattr(config, name) != getattr(default, name):
+                kwargs[name] = getattr(config, name)
     return run_config(iterations_per_loop=iterations_per_loop, tpu=tpu, **kwargs)
 
 
