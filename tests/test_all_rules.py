@@ -50,6 +50,10 @@ def _run(before: Path, target: Target) -> FileResult:
     return migrate_source(before.read_text(encoding="utf-8"), path=_path(before), target=target)
 
 
+# Slow: `make check` keeps the snapshots below, which migrate every fixture with every rule
+# of both targets once (a failure or a changed finding shows there); the checks here add a
+# second run of each output and the detector (14 s of CPU) and run in the full suite.
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("before", CASES, ids=[_name(p) for p in CASES])
 def test_all_rules_over_fixture(before: Path, target: Target) -> None:

@@ -9,11 +9,11 @@ the manual work must not vanish from CI while the code is unchanged.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
+
+from inprocess import est2tpu as est2tpu_in_process
 
 PROJECT = {
     "trainer/__init__.py": "",
@@ -148,14 +148,9 @@ EXPECTED = Counter(
 
 
 def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "est2tpu", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(cache)},
-        timeout=300,
-        check=False,
-    )
+    # In this process (tests/inprocess.py): what is proved is what the commands report and
+    # write, not how a process starts; each interpreter would import LibCST again.
+    return est2tpu_in_process(args[0], "--cache-dir", str(cache), *args[1:])
 
 
 def findings(root: Path, cache: Path) -> Counter[tuple[str, str, str]]:

@@ -6,9 +6,9 @@ update op's metric, so `exp(log_ppl)` would be reported as `log_ppl`)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from inprocess import est2tpu
 
 CREATE_TRAIN_OP = """\
 import tensorflow as tf
@@ -56,12 +56,9 @@ estimator = tf.estimator.Estimator(model_fn)
 
 def _check(tmp_path: Path, source: str) -> tuple[int, list[str]]:
     (tmp_path / "model.py").write_text(source, encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "est2tpu", "check", "--target", "tf2", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    # The CLI in this process (tests/inprocess.py): a fresh interpreter would only add
+    # LibCST's import to what is proved.
+    proc = est2tpu("check", "--target", "tf2", str(tmp_path))
     return proc.returncode, [
         line for line in (proc.stdout + proc.stderr).splitlines() if ": TF2003 " in line
     ]
