@@ -187,12 +187,12 @@ def _spelled_at(text: str, parts: list[str], start: int, after: str) -> bool:
             return True
         if dot == 0 or text[dot - 1] != ".":
             return False
-        end = _back_over_gap(text, dot - 1)
-        if end is None:
+        before = _back_over_gap(text, dot - 1)
+        if before is None:
             return True
-        if not text.endswith(part, 0, end):
+        if not text.endswith(part, 0, before):
             return False
-        start = end - len(part)
+        start = before - len(part)
     return True
 
 
