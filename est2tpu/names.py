@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from est2tpu.cstutil import walk
-from est2tpu.scan import code_only
+from est2tpu.scan import code_only, may_spell
 
 _AMBIGUOUS = "<ambiguous>"
 # (module, obj, asname), as LibCST's RemoveImportsVisitor.remove_unused_import takes them.
@@ -249,6 +249,8 @@ def spelled_in_code(text: str, spellings: list[str], after: str = "") -> bool:
     spellings, followed by `after`? The last part of a spelling is one identifier that the
     raw text must hold: a cheap test first, so the tokenizer runs only where it may."""
     if not any(s.rpartition(".")[2] in text for s in spellings):
+        return False
+    if not may_spell(text, spellings, after):
         return False
     code = code_only(text)
     return any(s + after in code for s in spellings)

@@ -23,7 +23,7 @@ from est2tpu.engine import is_selected, parse, select_rules, too_deep, transform
 from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
 from est2tpu.indexer import Indexer, nearest_claim
-from est2tpu.names import ImportTable, spelled_in_code
+from est2tpu.names import ImportTable, canonical_tf, spelled_in_code
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
 from est2tpu.runner import Candidate, ProgressFn, RunState, fail, guarded, root_for
@@ -332,7 +332,9 @@ class _Superset(ImportTable):
 
     def __init__(self, pairs: Sequence[tuple[str, str]]) -> None:
         super().__init__(dict(pairs))
-        self.pairs = pairs
+        # A pair whose module is no TensorFlow API path (`tensorflow.python.framework.ops`,
+        # 94% of the pairs in TensorFlow's own tree) spells nothing (`ImportTable.spellings`).
+        self.pairs = [(name, target) for name, target in pairs if canonical_tf(target) is not None]
         # The rules ask for the same names file after file (and `_uses_estimator` asks for
         # every USE_NAMES one): building a one-binding table per pair and name cost more
         # than the rest of a cold run over TensorFlow's tree before the parse.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import PurePath
 
@@ -135,6 +135,75 @@ def package_members(text: str, package: str) -> set[str]:
             if words and words[0].startswith(package + "."):
                 found.add(words[0][len(package) + 1 :].split(".")[0])
     return found
+
+
+# What `code_only` drops between two tokens it keeps, besides comments: whitespace, line
+# ends and continuations (indents, dedents and line ends are whitespace in the text).
+_BETWEEN_TOKENS = frozenset(" \t\f\r\n\\")
+
+
+def may_spell(text: str, spellings: Iterable[str], after: str = "") -> bool:
+    """Can `code_only(text)` hold one of these dotted spellings followed by `after`?
+
+    A test on the raw text that is never false where that one is true, for the tokenizer
+    (the dearer test) to run only where a spelling may be: most files that hold the last
+    identifier of a spelling hold it alone (`tpu` is in every `output`). The tokens
+    `code_only` joins are the text's own characters, and what it drops between those of a
+    dotted name and its call is whitespace, line continuations and comments: each place
+    the last identifier appears is checked backwards through the dots and forwards to
+    `after`, stepping over those. A comment can be stepped over forwards (code's `#` starts
+    one) but not backwards: a line end whose line holds a `#` ends the test with True.
+    """
+    by_last: dict[str, list[list[str]]] = {}
+    for spelling in spellings:
+        parts = spelling.split(".")
+        by_last.setdefault(parts[-1], []).append(parts)
+    for last, group in by_last.items():
+        at = text.find(last)
+        while at != -1:
+            if any(_spelled_at(text, parts, at, after) for parts in group):
+                return True
+            at = text.find(last, at + 1)
+    return False
+
+
+def _spelled_at(text: str, parts: list[str], start: int, after: str) -> bool:
+    """Is `parts` laid out in `text` with its last part at `start` (see `may_spell`)?"""
+    if after:
+        end = start + len(parts[-1])
+        while end < len(text):
+            if text[end] in _BETWEEN_TOKENS:
+                end += 1
+            elif text[end] == "#":
+                end = text.find("\n", end)
+                end = len(text) if end == -1 else end
+            else:
+                break
+        if not text.startswith(after, end):
+            return False
+    for part in reversed(parts[:-1]):
+        dot = _back_over_gap(text, start)
+        if dot is None:
+            return True
+        if dot == 0 or text[dot - 1] != ".":
+            return False
+        before = _back_over_gap(text, dot - 1)
+        if before is None:
+            return True
+        if not text.endswith(part, 0, before):
+            return False
+        start = before - len(part)
+    return True
+
+
+def _back_over_gap(text: str, at: int) -> int | None:
+    """Where the whitespace and continuations that end at `at` begin; None when the gap
+    crosses into a line with a `#` (the end of a comment cannot be told from code)."""
+    while at > 0 and text[at - 1] in _BETWEEN_TOKENS:
+        at -= 1
+        if text[at] == "\n" and "#" in text[text.rfind("\n", 0, at) + 1 : at]:
+            return None
+    return at
 
 
 _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}

@@ -37,6 +37,8 @@ class Suppression:
 
 def skips_file(text: str) -> bool:
     """Whether `# est2tpu: skip-file` appears in one of the first ten lines."""
+    if _SKIP_FILE.search(text) is None:  # nowhere, so in no line (without the split)
+        return False
     head = text.splitlines()[:SKIP_FILE_LINES]
     return any(_SKIP_FILE.search(line) for line in head)
 

@@ -9,7 +9,7 @@ import pytest
 
 from est2tpu.cstutil import walk
 from est2tpu.names import ImportTable, dotted
-from est2tpu.scan import code_only
+from est2tpu.scan import code_only, may_spell
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,6 +43,30 @@ def test_text_the_tokenizer_cannot_read_is_kept_whole() -> None:
     assert code_only(text) == text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = (tf . estimator  # a comment. with dots\n   .Estimator(model_fn))\n",
+        "x = tf.\\\n    estimator.Estimator  (model_fn)\n",
+        "x = tf.\\\r\n    estimator.Estimator\r\n(model_fn)\r\n",
+        "x = (tf\n#\n  # two comments\n\f .estimator.\tEstimator\n  (model_fn))\n",
+        'x = f"{tf.estimator.Estimator(model_fn)}"\n',
+        'x = """never closed\ntf.estimator.Estimator(model_fn)\n',
+    ],
+)
+def test_the_raw_text_gate_lets_through_every_layout_code_only_joins(text: str) -> None:
+    """may_spell runs before the tokenizer and must never say no where code_only says yes."""
+    assert "tf.estimator.Estimator(" in code_only(text)
+    assert may_spell(text, ["tf.estimator.Estimator"], "(")
+    assert may_spell(text, ["contrib.tpu", "estimator.Estimator"])
+
+
+def test_the_raw_text_gate_says_no_to_a_last_name_alone() -> None:
+    text = "output = layer(tpu)  # tf.contrib\nx = 'tf.contrib'.tpu\n"
+    assert not may_spell(text, ["tf.contrib.tpu"])
+    assert may_spell(text + "tf.contrib # no\n .tpu\n", ["tf.contrib.tpu"])
+
+
 def sources() -> list[object]:
     # est2tpu's own (bigger) sources in the full suite only; `make check` reads the fixtures.
     own = sorted(REPO.glob("est2tpu/**/*.py"))
@@ -70,3 +94,6 @@ def test_every_dotted_name_and_call_of_real_code_survives(path: Path) -> None:
 
     walk(module, Chains())
     assert [c for c in chains if c not in kept] == []
+    # the raw-text gate before the tokenizer lets every one of them through
+    calls = [(c[:-1], "(") if c.endswith("(") else (c, "") for c in chains]
+    assert [c for c, after in calls if not may_spell(text, [c], after)] == []
