@@ -3085,10 +3085,14 @@ def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
             if is_params_batch_size(node):
                 V.found = True
 
-        def visit_Arg(self, node: cst.Arg) -> None:
-            # `helper(**params)` hands every key on, "batch_size" among them
-            if node.star == "**" and isinstance(node.value, cst.Name):
-                V.found = V.found or node.value.value == "params"
+        def visit_Call(self, node: cst.Call) -> None:
+            # `helper(**params)` hands every key on, "batch_size" among them; a copy
+            # (`dict(DEFAULTS, **params)`) reads none of them
+            if isinstance(node.func, cst.Name) and node.func.value == "dict":
+                return
+            for arg in node.args:
+                if arg.star == "**" and isinstance(arg.value, cst.Name):
+                    V.found = V.found or arg.value.value == "params"
 
     walk(fn, V())
     return V.found

@@ -96,7 +96,7 @@ class TpuEstimator(Rule):
         return add_param(forwarded, "params")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if any(_splats_params(a) for a in original_node.args):
+        if not _builds_a_dict(original_node) and any(_splats_params(a) for a in original_node.args):
             return self._params_splat(original_node, updated_node)
         if self.tf_name(original_node.func) != "estimator.Estimator":
             return updated_node
@@ -312,6 +312,11 @@ class TpuEstimator(Rule):
             kept[-1] = kept[-1].with_changes(comma=value.elements[-1].comma)
         self.record(original_node, "reserved params key 'batch_size' -> TPUEstimator batch sizes")
         return updated_node.with_changes(value=value.with_changes(elements=kept))
+
+
+def _builds_a_dict(call: cst.Call) -> bool:
+    """`dict(DEFAULTS, **params)`: the builtin takes any key, TPUEstimator's among them."""
+    return isinstance(call.func, cst.Name) and call.func.value == "dict"
 
 
 def _splats_params(arg: cst.Arg) -> bool:
