@@ -6,7 +6,8 @@ import contextlib
 import dataclasses
 import inspect
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -264,6 +265,37 @@ def has_param(fn: cst.FunctionDef | cst.Lambda, name: str) -> bool:
     p = fn.params
     names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
     return name in names
+
+
+_Item = TypeVar("_Item", cst.Arg, cst.BaseDictElement)
+
+
+def ending_as(kept: list[_Item], items: Sequence[_Item]) -> list[_Item]:
+    """`kept`, some of a call's arguments or a dict's elements with others dropped, ending
+    as `items` ended: its last takes the last item's comma (and an argument's space after
+    it), so dropping the last item leaves neither a stray comma nor a lost one."""
+    if kept and len(kept) < len(items):
+        last = items[-1]
+        if isinstance(last, cst.Arg):
+            kept[-1] = kept[-1].with_changes(
+                comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
+            )
+        else:
+            kept[-1] = kept[-1].with_changes(comma=last.comma)
+    return kept
+
+
+def splats_params(arg: cst.Arg) -> bool:
+    """`**params`: every key of a function's `params` handed on as keyword arguments."""
+    return arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == "params"
+
+
+def passes_params_on(call: cst.Call) -> bool:
+    """`helper(..., **params)`: the callee gets every key of `params` as an argument. A copy
+    (`dict(DEFAULTS, **params)`) is not such a call: the builtin takes any key."""
+    if isinstance(call.func, cst.Name) and call.func.value == "dict":
+        return False
+    return any(splats_params(a) for a in call.args)
 
 
 def params_subscript(key: str = "batch_size") -> cst.Subscript:

@@ -31,6 +31,7 @@ from est2tpu.cstutil import (
     name_count,
     names_read,
     params_subscript,
+    passes_params_on,
     target_names,
     walk,
 )
@@ -3086,13 +3087,9 @@ def _reads_params_batch_size(fn: cst.FunctionDef) -> bool:
                 V.found = True
 
         def visit_Call(self, node: cst.Call) -> None:
-            # `helper(**params)` hands every key on, "batch_size" among them; a copy
-            # (`dict(DEFAULTS, **params)`) reads none of them
-            if isinstance(node.func, cst.Name) and node.func.value == "dict":
-                return
-            for arg in node.args:
-                if arg.star == "**" and isinstance(arg.value, cst.Name):
-                    V.found = V.found or arg.value.value == "params"
+            # `helper(**params)` hands every key on, "batch_size" among them
+            if passes_params_on(node):
+                V.found = True
 
     walk(fn, V())
     return V.found

@@ -7,6 +7,7 @@ from libcst.codemod.visitors import RemoveImportsVisitor
 
 from est2tpu.cstutil import (
     descendants,
+    ending_as,
     explode,
     is_multiline,
     iter_calls,
@@ -333,16 +334,17 @@ V1_COMMON_PREFIX = {
     "LinearRegressor": 6,
 }
 
-# V1_PARTITIONER (tfapi) names the argument only TF 1.x's (V1) premade has: it shards the weights it names over parameter
-# servers. TF 1.15's `canned/linear.py` opens `variable_scope('linear', partitioner=...)` around
-# the linear model, whose logits are `sum_c x_c @ W_c + b`: a partitioned W is the
-# concatenation of its shards (each initialized to zeros, as W is), so the product and its
-# gradient (split back per shard) are W's, and every optimizer the facade takes updates
-# element-wise. `canned/dnn.py` opens `variable_scope('input_from_feature_columns',
-# partitioner=...)` around the input layer only, whose variables are embedding tables read
-# by `embedding_lookup` over the shards (`partition_strategy='div'`): the rows of the whole
-# table. Without parameter servers both default to `min_max_variable_partitioner(
-# max_partitions=num_ps_replicas)` anyway: placement, not math.
+# V1_PARTITIONER (tfapi) names the argument only TF 1.x's (V1) premade has: it shards the
+# weights it names over parameter servers. TF 1.15's `canned/linear.py` opens
+# `variable_scope('linear', partitioner=...)` around the linear model, whose logits are
+# `sum_c x_c @ W_c + b`: a partitioned W is the concatenation of its shards (each
+# initialized to zeros, as W is), so the product and its gradient (split back per shard) are
+# W's, and every optimizer the facade takes updates element-wise. `canned/dnn.py` opens
+# `variable_scope('input_from_feature_columns', partitioner=...)` around the input layer
+# only, whose variables are embedding tables read by `embedding_lookup` over the shards
+# (`partition_strategy='div'`): the rows of the whole table. Without parameter servers both
+# default to `min_max_variable_partitioner(max_partitions=num_ps_replicas)` anyway:
+# placement, not math.
 
 # TF 1.x's partitioner factories: calls that only build a function (nothing else happens).
 PARTITIONER_FACTORIES = frozenset(
@@ -1216,12 +1218,7 @@ class EstimatorFacade(Rule):
                 "as they are",
             )
             args = [a for a in updated.args if a.keyword is None or a.keyword.value != partitioner]
-            if len(args) < len(updated.args) and args:
-                last = updated.args[-1]
-                args[-1] = args[-1].with_changes(
-                    comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
-                )
-            updated = updated.with_changes(args=args)
+            updated = updated.with_changes(args=ending_as(args, updated.args))
         keras = self.v1_optimizer.get(id(original))
         if keras is not None:
             value = cst.parse_expression(f"{alias}.keras.optimizers.legacy.{keras}")

@@ -10,6 +10,7 @@ from libcst.codemod.visitors import RemoveImportsVisitor
 from est2tpu.cstutil import (
     add_param,
     assigned_names,
+    descendants,
     has_param,
     indented_blocks,
     iter_calls,
@@ -744,19 +745,8 @@ def _params_read_by_attribute(fn: cst.FunctionDef) -> bool:
         and isinstance(node.value, cst.Name)
         and node.value.value in aliases
         and node.attr.value not in _DICT_ATTRIBUTES
-        for node in _attributes(fn)
+        for node in descendants(fn.body)
     )
-
-
-def _attributes(fn: cst.FunctionDef) -> list[cst.Attribute]:
-    found: list[cst.Attribute] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            found.append(node)
-
-    fn.body.visit(V())
-    return found
 
 
 class _Refusal(Exception):

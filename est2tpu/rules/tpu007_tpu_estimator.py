@@ -10,10 +10,13 @@ from libcst.codemod import CodemodContext
 from est2tpu.cstutil import (
     add_param,
     assigned_names,
+    ending_as,
     explode,
     has_param,
     is_multiline,
     kwarg,
+    passes_params_on,
+    splats_params,
     too_long,
     with_kwarg,
 )
@@ -96,7 +99,7 @@ class TpuEstimator(Rule):
         return add_param(forwarded, "params")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not _builds_a_dict(original_node) and any(_splats_params(a) for a in original_node.args):
+        if passes_params_on(original_node):
             return self._params_splat(original_node, updated_node)
         if self.tf_name(original_node.func) != "estimator.Estimator":
             return updated_node
@@ -258,8 +261,7 @@ class TpuEstimator(Rule):
         )
         call_node = updated_node.with_changes(
             args=[
-                a.with_changes(value=filtered) if _splats_params(a) else a
-                for a in updated_node.args
+                a.with_changes(value=filtered) if splats_params(a) else a for a in updated_node.args
             ]
         )
         if not is_multiline(original_node) and too_long(call_node):
@@ -308,19 +310,9 @@ class TpuEstimator(Rule):
         ]
         if len(kept) == len(value.elements):
             return updated_node
-        if kept:
-            kept[-1] = kept[-1].with_changes(comma=value.elements[-1].comma)
+        kept = ending_as(kept, value.elements)
         self.record(original_node, "reserved params key 'batch_size' -> TPUEstimator batch sizes")
         return updated_node.with_changes(value=value.with_changes(elements=kept))
-
-
-def _builds_a_dict(call: cst.Call) -> bool:
-    """`dict(DEFAULTS, **params)`: the builtin takes any key, TPUEstimator's among them."""
-    return isinstance(call.func, cst.Name) and call.func.value == "dict"
-
-
-def _splats_params(arg: cst.Arg) -> bool:
-    return arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == "params"
 
 
 def _batch_size_held_by(params: cst.Arg | None, sizes: Iterable[str]) -> str | None:
@@ -386,10 +378,8 @@ def _without_params_key(call: cst.Call, element: cst.DictElement) -> cst.Call:
     def strip(arg: cst.Arg) -> cst.Arg:
         if not isinstance(arg.value, cst.Dict):
             return arg
-        kept = [e for e in arg.value.elements if not e.deep_equals(element)]
-        if kept and len(kept) < len(arg.value.elements):
-            last = arg.value.elements[-1]
-            kept[-1] = kept[-1].with_changes(comma=last.comma)
+        elements = arg.value.elements
+        kept = ending_as([e for e in elements if not e.deep_equals(element)], elements)
         return arg.with_changes(value=arg.value.with_changes(elements=kept))
 
     params = kwarg(call, "params") or _positional(call, 3)
