@@ -436,17 +436,20 @@ class CrossShardOptimizer(Rule):
                 lr_name = fresh("learning_rate")
                 value = args["learning_rate_decay_fn"]
                 decay = code(value)
-                # A lambda is a function; anything else may hold None when the model_fn
-                # runs, which TF 1.15 skipped (`if learning_rate is not None and
-                # learning_rate_decay_fn is not None`), summary included.
-                at_run_time = not isinstance(value, cst.Lambda)
+                # A lambda or a functools.partial is a function; anything else may hold
+                # None when the model_fn runs, which TF 1.15 skipped (`if learning_rate is
+                # not None and learning_rate_decay_fn is not None`), summary included.
+                at_run_time = not isinstance(value, cst.Lambda) and not (
+                    isinstance(value, cst.Call)
+                    and self.state.imports.qualify(value.func) == "functools.partial"
+                )
                 if at_run_time and not self.has_runtime("optimize_loss_learning_rate"):
                     raise _Refusal(
                         "optimize_loss(learning_rate_decay_fn=...) that is no lambda may be "
                         "None when the model_fn runs, which --no-runtime leaves no helper to "
                         "decide; call it (or not) by hand"
                     )
-                if not pure_read(value):
+                if isinstance(value, cst.Lambda) or (at_run_time and not pure_read(value)):
                     decay_name = fresh("learning_rate_decay_fn")
                     lines.append(f"{decay_name} = {decay}")
                     decay = decay_name
