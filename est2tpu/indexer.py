@@ -26,6 +26,7 @@ from est2tpu.batching import (
     unpack_target,
 )
 from est2tpu.cstutil import (
+    assigned_names,
     descendants,
     iter_calls,
     name_count,
@@ -347,6 +348,8 @@ class Indexer:
         self.metric_fns: set[FnKey] = set()  # add_metrics' metric_fns: part of a model_fn
         # Estimators built with a parameter of the function that builds them as model_fn
         self.builder_params: list[tuple[_UseCollector, cst.Call, CtorPlan, FnKey, str]] = []
+        # ... and with a parameter of it as params (`get_estimator(config, params)`)
+        self.params_params: list[tuple[CtorPlan, FnKey, str]] = []
         self.collectors: dict[str, _UseCollector] = {}  # by module path, while building
         self.package_dirs: dict[tuple[PurePath, str], bool] = {}  # see `stands_for`
         self.consumers: dict[FnKey, list[str]] = {}  # see InputFnPlan.other_consumers
@@ -488,6 +491,10 @@ class Indexer:
         for collector in collectors:
             collector.collect()
         self.bind_builders(collectors)
+        if not self.facade:  # (the tf2 facade reserves no params key)
+            self.refuse_reserved_keys_passed_in(collectors)
+            for collector in collectors:
+                collector.refuse_batch_size_in_unread_params()
         if not self.use_runtime:
             for collector in collectors:
                 collector.refuse_shim_only_uses()
@@ -649,6 +656,58 @@ class Indexer:
             plan.refusal = owner.ctor_refusal(node, plan)
             plan.convert = plan.refusal is None
 
+    def refuse_reserved_keys_passed_in(self, collectors: Sequence[_UseCollector]) -> None:
+        """An Estimator whose params are a parameter of the function that builds it
+        (`def get_estimator(name, config, params): ... Estimator(model_fn, params=params)`)
+        gets what the project's calls of that function pass. Where one of them passes an
+        object built with a reserved key (`HParams(..., batch_size=64)`, `dict(batch_size=
+        64)`, `{"batch_size": 64}`, here or bound to a name once before the call),
+        TPUEstimator raises ValueError when it is built: the Estimator stays as it is."""
+        for plan, builder, param in self.params_params:
+            if not plan.convert:
+                continue
+            builder_fn = self.fn(builder)
+            short = builder[1].rpartition(".")[2]
+            for collector in collectors:
+                saved = collector.scope, collector.seq
+                for scope, call in collector.calls:
+                    func = call.func
+                    name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+                    if (
+                        name != short
+                        or collector.ix.resolve_fn(collector.src, scope, func) != builder
+                    ):
+                        continue
+                    bound = _bind(builder_fn, call).get(param)
+                    at = collector.at(scope, call)
+                    value = bound
+                    if isinstance(bound, cst.Name):
+                        value = at.lookup(at.values, bound.value)
+                        caller = collector.src.defs.get(scope)
+                        held = assigned_names(caller).get(bound.value, []) if caller else []
+                        if value is None and len(held) == 1:
+                            value = held[0]  # `params = {"batch_size": 16, ...}`, once
+                    reserved = _reserved_keys_built_in(value)
+                    if reserved and plan.convert:
+                        given = (
+                            f"`{bound.value}`, an object"
+                            if isinstance(bound, cst.Name)
+                            else "an object"
+                        )
+                        plan.convert = False
+                        plan.refusal = (
+                            f"Estimator left as it is: its params are `{param}`, a parameter "
+                            f"of `{short}`, which a call in {PurePath(collector.src.path).name} "
+                            f"gives {given} built with {', '.join(map(repr, reserved))}, a "
+                            "key TPUEstimator reserves "
+                            "(it raises ValueError when it is built): build the TPUEstimator "
+                            "with params without it (tpu_runtime.params_without_batch_size"
+                            "(...): a dict or an HParams) and that size as its "
+                            "train/eval/predict_batch_size, and read the batch size from the "
+                            "params TPUEstimator hands the input functions, by hand"
+                        )
+                collector.scope, collector.seq = saved
+
     def helpers_of(self, roots: set[FnKey]) -> set[FnKey]:
         """Project defs the roots call by a name this index resolves, transitively."""
         found: set[FnKey] = set()
@@ -729,6 +788,54 @@ class _UseCollector(_Scoped):
                     "Estimator left as it is: its numpy/pandas input functions need the "
                     "params-aware versions in est2tpu.runtime, which --no-runtime forbids"
                 )
+
+    def refuse_batch_size_in_unread_params(self) -> None:
+        """An input_fn lambda that hands an object of the program's (`lambda:
+        read_train(folder, hparams)`) to an input function batching by its `batch_size`
+        (`.batch(hparams.batch_size)`, there or in a helper it calls), for an Estimator
+        whose params est2tpu cannot read (a parameter, an HParams): those params are that
+        object, most likely, and hold `batch_size`, a key TPUEstimator reserves (it raises
+        ValueError when it is built). The Estimator stays as it is, reported where it is
+        built: no batch size or params without the key can be given to it provably."""
+        for scope, _call, est_var, _mode, input_fn, seq in self.pending:
+            if (
+                est_var is None
+                or not isinstance(input_fn, cst.Lambda)
+                or "params" in param_names(input_fn)
+            ):
+                continue
+            saved, self.scope = self.scope, scope.split(".") if scope else []
+            self.seq = seq
+            try:
+                ctor = self.estimator_of(est_var)
+                key = self.input_fn_key(input_fn)
+            finally:
+                self.scope = saved
+            plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
+            if (
+                plan is None
+                or not plan.convert
+                or plan.params_keys is not None
+                or plan.params_copy is not None
+                or plan.params_batch is not None
+                or key is None
+            ):
+                continue
+            held = _batched_by_a_parameter(self.ix, key)
+            if held is None:
+                continue
+            plan.convert = False
+            plan.refusal = (
+                f"Estimator left as it is: its input function `{self.code(input_fn)}` "
+                f"batches by `{held[1]}` (in `{held[0]}`) of an object the lambda hands it, "
+                "and est2tpu cannot read this Estimator's params: where they are that "
+                "object, they hold 'batch_size', a key TPUEstimator reserves (it raises "
+                "ValueError when it is built); build the TPUEstimator with params without "
+                "it (tpu_runtime.params_without_batch_size(...): a dict or an HParams) and "
+                "that size as its train/eval_batch_size, make the lambda take `params` and "
+                "hand them on (TPUEstimator sets their batch_size), and batch with "
+                "drop_remainder on TPU, by hand"
+            )
 
     def spec_from_helper(
         self, arg: cst.BaseExpression, spec_var: str | None, mode: Mode
@@ -1201,6 +1308,19 @@ class _UseCollector(_Scoped):
             else:
                 plan.refusal = self.ctor_refusal(node, plan)
                 plan.convert = plan.refusal is None
+                params = call_arg(node, "params", 3)
+                fn = self.src.defs.get(self.here)
+                if (
+                    plan.convert
+                    and params is not None
+                    and isinstance(params.value, cst.Name)
+                    and fn is not None
+                    and params.value.value in param_names(fn)
+                    and self.lookup(self.values, params.value.value) is None
+                ):
+                    self.ix.params_params.append(
+                        (plan, (self.src.path, self.here), params.value.value)
+                    )
             return
         if name in SPEC_CTORS:
             arg = call_arg(node, "input_fn", 0)
@@ -3027,6 +3147,39 @@ def _why_unbatched(ix: Indexer, key: FnKey, depth: int = 0, via: str | None = No
             "params['batch_size'] by hand"
         )
     return _NOT_FOUND
+
+
+def _reserved_keys_built_in(value: cst.BaseExpression | None) -> list[str]:
+    """The keys TPUEstimator reserves that an object is built with: a dict literal's, or a
+    call's keyword arguments (`HParams(batch_size=64)`, `dict(batch_size=64)`)."""
+    if isinstance(value, cst.Dict):
+        keys = {
+            str(el.key.evaluated_value)
+            for el in value.elements
+            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)
+        }
+    elif isinstance(value, cst.Call):
+        keys = {a.keyword.value for a in value.args if a.keyword is not None}
+    else:
+        return []
+    return sorted(keys & {"batch_size", "context"})
+
+
+def _batched_by_a_parameter(ix: Indexer, key: FnKey) -> tuple[str, str] | None:
+    """The def (the input function, or a project helper it calls) and the batch size, when
+    it batches by `p.batch_size` / `p["batch_size"]` of a parameter `p` of its own."""
+    fn = ix.fn(key)
+    if batch_calls(fn):
+        held = _batch_size_of_parameter(fn)
+        return (key[1], held) if held is not None else None
+    src = ix.modules[key[0]]
+    for call in iter_calls(fn, into_defs=False):
+        callee = ix.resolve_fn(src, key[1], call.func)
+        if callee is not None and callee != key and batch_calls(ix.fn(callee)):
+            held = _batch_size_of_parameter(ix.fn(callee))
+            if held is not None:
+                return callee[1], held
+    return None
 
 
 def _batch_size_of_parameter(fn: cst.FunctionDef) -> str | None:

@@ -434,18 +434,38 @@ class CrossShardOptimizer(Rule):
             lr = code(value)
             if not none("learning_rate_decay_fn"):
                 lr_name = fresh("learning_rate")
-                decay = code(args["learning_rate_decay_fn"])
-                if isinstance(args["learning_rate_decay_fn"], cst.Lambda):
+                value = args["learning_rate_decay_fn"]
+                decay = code(value)
+                # A lambda or a functools.partial is a function; anything else may hold
+                # None when the model_fn runs, which TF 1.15 skipped (`if learning_rate is
+                # not None and learning_rate_decay_fn is not None`), summary included.
+                at_run_time = not isinstance(value, cst.Lambda) and not (
+                    isinstance(value, cst.Call)
+                    and self.state.imports.qualify(value.func) == "functools.partial"
+                )
+                if at_run_time and not self.has_runtime("optimize_loss_learning_rate"):
+                    raise _Refusal(
+                        "optimize_loss(learning_rate_decay_fn=...) that is no lambda may be "
+                        "None when the model_fn runs, which --no-runtime leaves no helper to "
+                        "decide; call it (or not) by hand"
+                    )
+                if isinstance(value, cst.Lambda) or (at_run_time and not pure_read(value)):
                     decay_name = fresh("learning_rate_decay_fn")
                     lines.append(f"{decay_name} = {decay}")
                     decay = decay_name
-                lines.append(
-                    f"{lr_name} = {decay}("
-                    f"{tf('convert_to_tensor')}({lr}, dtype={tf('float32')}), {step})"
-                )
+                tensor = f"{tf('convert_to_tensor')}({lr}, dtype={tf('float32')})"
+                if at_run_time:
+                    helper = code(self.runtime("optimize_loss_learning_rate"))
+                    lines.append(f"{lr_name} = {helper}({decay}, {tensor}, {step})")
+                else:
+                    lines.append(f"{lr_name} = {decay}({tensor}, {step})")
                 lr = lr_name
                 if "learning_rate" in summaries:
-                    lines.append(f'{tf("compat.v1.summary.scalar")}("{scope}/learning_rate", {lr})')
+                    summary = f'{tf("compat.v1.summary.scalar")}("{scope}/learning_rate", {lr})'
+                    if at_run_time:
+                        lines.append(f"if {decay} is not None:")
+                        summary = "    " + summary
+                    lines.append(summary)
         optimizer = args["optimizer"]
         opt = fresh("optimizer")
         forced: str | None = None

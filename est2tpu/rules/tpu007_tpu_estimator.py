@@ -179,7 +179,26 @@ class TpuEstimator(Rule):
                     "`params.batch_size` in the input functions (est2tpu wrote "
                     "params['batch_size']) by hand",
                 )
+        unread = (
+            node_code(params_arg.value)
+            if params_arg is not None and plan.params_keys is None and plan.params_copy is None
+            else None
+        )
         for mode in sorted(plan.unsized_modes - set(sizes), key=list(Mode).index):
+            if unread is not None:
+                # The params the Estimator hands the input function (itself, or a helper it
+                # passes them to) are its own: they hold the size, unseen here.
+                self.refuse(
+                    original_node,
+                    f"the {mode.value} input function batches by params['batch_size'] of the "
+                    "params the Estimator hands it (itself, or a helper it passes them to), "
+                    f"so the Estimator's params `{unread}`, which est2tpu cannot read here, "
+                    "hold 'batch_size' (unless that input function was migrated before), a "
+                    "key TPUEstimator reserves (it raises ValueError when it is built); pass "
+                    f"params=tpu_runtime.params_without_batch_size({unread}) and "
+                    f"{mode.value}_batch_size=<that batch size> to the TPUEstimator by hand",
+                )
+                continue
             self.refuse(
                 original_node,
                 f"the {mode.value} input function reads params['batch_size'] already (migrated "

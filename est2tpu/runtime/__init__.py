@@ -21,6 +21,7 @@ __all__ = [
     "model_to_estimator",
     "numpy_input_fn",
     "optimize_loss_clip_gradients",
+    "optimize_loss_learning_rate",
     "pandas_input_fn",
     "params_without_batch_size",
     "premade",
@@ -50,4 +51,7 @@ from est2tpu.runtime.inputs import (
 )
 from est2tpu.runtime.keras import model_to_estimator
 from est2tpu.runtime.loop import train_and_evaluate
-from est2tpu.runtime.optimizers import optimize_loss_clip_gradients
+from est2tpu.runtime.optimizers import (
+    optimize_loss_clip_gradients,
+    optimize_loss_learning_rate,
+)

@@ -25,3 +25,18 @@ def optimize_loss_clip_gradients(clip_gradients: Any, grads_and_vars: Any) -> An
     if clip_gradients is not None:
         raise ValueError(f"Unknown type {type(clip_gradients)} for clip_gradients")
     return grads_and_vars
+
+
+def optimize_loss_learning_rate(
+    learning_rate_decay_fn: Any, learning_rate: Any, global_step: Any
+) -> Any:
+    """The learning rate after TF 1.15's optimize_loss decay step.
+
+    `contrib/layers/python/layers/optimizers.py` calls the decay only when there is one
+    (`if learning_rate is not None and learning_rate_decay_fn is not None`); est2tpu cannot
+    see in the source whether a name or attribute holds a function or None when the model_fn
+    runs, so the branch is taken here: the decayed rate, or the rate as it was.
+    """
+    if learning_rate_decay_fn is None:
+        return learning_rate
+    return learning_rate_decay_fn(learning_rate, global_step)
