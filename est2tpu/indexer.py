@@ -1164,6 +1164,7 @@ class _UseCollector(_Scoped):
             # functions are held to what TPUEstimator needs, as the original's were.
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.tpu = True
+            plan.as_migrated = True
             self.tpu_ctor(node, plan)
             return
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
@@ -1361,6 +1362,15 @@ class _UseCollector(_Scoped):
             arg = call_arg(node, keyword, None)
             if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False":
                 plan.off_tpu |= modes
+        use_tpu = call_arg(node, "use_tpu", None)
+        if (
+            use_tpu is not None
+            and isinstance(use_tpu.value, cst.Call)
+            and self.shim_name(use_tpu.value.func) == "use_tpu"
+        ):
+            # On a TPU exactly when the runtime finds one: the value est2tpu builds a
+            # TPUEstimator with, and the drop_remainder it gives helpers with no params.
+            plan.as_migrated = True
 
     # -- one use of an input function --------------------------------------------------
 
@@ -1408,6 +1418,20 @@ class _UseCollector(_Scoped):
                     and site.lacks_params
                     and result is not None
                     and plan.tpu_batch_sizes.get(mode) == result.code
+                )
+                # A TPUEstimator as est2tpu writes it, whose input function reads its
+                # params["batch_size"] already (written by that run, or by the user first),
+                # or batches by the size it has: planned as the Estimator's a one-shot run
+                # converts, so its batches (and its helpers') get what that run gives them
+                # (drop_remainder on TPU). Any drop_remainder of its own stays.
+                or (
+                    plan.as_migrated
+                    and mode not in plan.off_tpu
+                    and (
+                        result is None
+                        or result.from_params
+                        or plan.tpu_batch_sizes.get(mode) == result.code
+                    )
                 )
             )
             if commit and result is not None and not result.portable:
@@ -1793,7 +1817,11 @@ class _UseCollector(_Scoped):
                     "params['batch_size'] from TPUEstimator's params by hand"
                 )
             return None
-        elif result is None or not commit:
+        elif not commit or (
+            result is None and (chain.size is None or not is_params_batch_size(chain.size))
+        ):
+            # (a call passing params["batch_size"] already, migrated before, of unknown size:
+            # its helpers still make the batches, and get what a one-shot run gives them)
             return result
         elif plan.batch_to_params or chain.unpacked is not None:
             plan.helper_call = node_code(chain.call)
@@ -2748,6 +2776,42 @@ def _unpacks_helper(fn: cst.FunctionDef) -> tuple[cst.Call, list[str]] | None:
     return call, names
 
 
+def _returns_batched_dataset(ix: Indexer, helpers: list[FnKey], batch: cst.Call) -> bool:
+    """The first helper ends `return D`, `D` bound from the dataset its chain batches (`D =
+    D.shuffle(n).batch(b)` in it, or `D = <the next helper>(...)`), then only `D =
+    D.<method>(...)`: it returns that tf.data.Dataset, as TPU005 makes a helper that ended
+    `a, b = <one-shot iterator>.get_next()`, `return a, b` return it. An input function
+    that unpacks it (`a, b = helper(...)`) unpacks a Dataset, which no Estimator's graph
+    can iterate: that helper was migrated before its input function (a partial run, or a
+    user's first module), which maps over the dataset as a one-shot run makes it do."""
+    key = helpers[0]
+    fn, src = ix.fn(key), ix.modules[key[0]]
+    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    value = returned_value(body[-1]) if body else None
+    if not isinstance(value, cst.Name) or src.imports.tf_name(batch.func) is not None:
+        return False
+    name = value.value
+    for stmt in reversed(body[:-1]):
+        bound = unpack_target(stmt)
+        if bound is None or bound[0] != [name]:
+            return False
+        made = bound[1]
+        if len(helpers) == 1 and any(c is batch for c in iter_calls(made)):
+            return True
+        if (
+            len(helpers) > 1
+            and isinstance(made, cst.Call)
+            and ix.resolve_fn(src, key[1], made.func) == helpers[1]
+        ):
+            return True
+        root = made
+        while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
+            root = root.func.value
+        if not (isinstance(root, cst.Name) and root.value == name and root is not made):
+            return False
+    return False
+
+
 def _has_repeat(fn: cst.FunctionDef) -> bool:
     return any(
         isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat" for c in iter_calls(fn)
@@ -2786,7 +2850,7 @@ def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
     if found is None:
         return None
     param, helpers, one_shot, repeats, batch, new_default = found
-    if unpacked is not None and not one_shot:
+    if unpacked is not None and not (one_shot or _returns_batched_dataset(ix, helpers, batch)):
         return None
     size = _bind(ix.fn(first), call).get(param) if new_default is None else None
     if _batches_by_params_of(ix, helpers, batch):

@@ -6,6 +6,12 @@ The two-module trainer is the case that matters: its input function is built by 
 `inputs.py` with a batch size that `task.py` passes, so a run that wrote `inputs.py` and not
 `task.py` leaves the size only in `task.py`'s call, and one that wrote `task.py` first leaves a
 TPUEstimator that cannot call the input function yet.
+
+The helper-batched project is the other way round: its input functions return what helpers
+of `data_pipeline.py` make. With `train.py` written first, the TPUEstimator and input functions
+that read params["batch_size"] already stand beside helpers that still batch without static
+shapes and return one-shot iterator tensors; with `data_pipeline.py` first, an input function
+unpacks what is now a helper's dataset.
 """
 
 from __future__ import annotations
@@ -25,7 +31,12 @@ from est2tpu.ftypes import Status
 from est2tpu.textio import encode
 from est2tpu.writer import write_atomic
 
-PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "two_module_trainer"
+PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
+# each project, and the files a one-shot run changes
+CHANGED = {
+    "two_module_trainer": ["trainer/inputs.py", "trainer/model.py", "trainer/task.py"],
+    "helper_batched_inputs": ["data_pipeline.py", "train.py"],
+}
 
 # Runs the real CLI; after its first file is written, the process gets a real SIGINT.
 INTERRUPT_AFTER_FIRST_WRITE = """
@@ -61,11 +72,16 @@ def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture(scope="module", params=sorted(CHANGED))
+def project(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def one_shot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+def one_shot(tmp_path_factory: pytest.TempPathFactory, project: str) -> dict[str, bytes]:
     """The project after one uninterrupted `est2tpu migrate` (in this process)."""
     root = tmp_path_factory.mktemp("one-shot") / "project"
-    shutil.copytree(PROJECT, root)
+    shutil.copytree(PROJECTS / project, root)
     proc = est2tpu("migrate", "--no-cache", root)
     assert proc.returncode == 0, proc.stderr
     return snapshot(root)
@@ -73,10 +89,10 @@ def one_shot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 @pytest.mark.slow  # a real SIGINT to a real CLI process, then two more CLI processes
 def test_interrupted_cli_run_then_rerun_equals_one_shot(
-    tmp_path: Path, one_shot: dict[str, bytes]
+    tmp_path: Path, project: str, one_shot: dict[str, bytes]
 ) -> None:
     root = tmp_path / "project"
-    shutil.copytree(PROJECT, root)
+    shutil.copytree(PROJECTS / project, root)
     original = snapshot(root)
     proc = subprocess.run(
         [sys.executable, "-c", INTERRUPT_AFTER_FIRST_WRITE, "migrate", str(root)],
@@ -100,18 +116,18 @@ def test_interrupted_cli_run_then_rerun_equals_one_shot(
     assert cli("check", str(root), cache=tmp_path / "cache").returncode == 0
 
 
-def _changed(one_shot: dict[str, bytes]) -> list[str]:
-    original = snapshot(PROJECT)
-    return [name for name in one_shot if one_shot[name] != original[name]]
-
-
-@pytest.mark.parametrize("k", [1, 2])
-def test_every_partial_state_converges(tmp_path: Path, one_shot: dict[str, bytes], k: int) -> None:
-    changed = _changed(one_shot)
-    assert len(changed) == 3, changed  # inputs.py, model.py, task.py
-    for written in itertools.combinations(changed, k):
+def test_every_partial_state_converges(
+    tmp_path: Path, project: str, one_shot: dict[str, bytes]
+) -> None:
+    original = snapshot(PROJECTS / project)
+    changed = [name for name in one_shot if one_shot[name] != original[name]]
+    assert changed == CHANGED[project]
+    partial = itertools.chain.from_iterable(
+        itertools.combinations(changed, k) for k in range(1, len(changed))
+    )
+    for written in partial:
         root = tmp_path / "-".join(n.replace("/", "_") for n in written)
-        shutil.copytree(PROJECT, root)
+        shutil.copytree(PROJECTS / project, root)
         for name in written:
             (root / name).write_bytes(one_shot[name])
         for result in api.migrate_paths([root]):
@@ -121,3 +137,4 @@ def test_every_partial_state_converges(tmp_path: Path, one_shot: dict[str, bytes
                 assert result.new_text is not None
                 write_atomic(result.path, encode(result.new_text, result.encoding, result.bom))
         assert snapshot(root) == one_shot, written
+        assert not [r.path for r in api.migrate_paths([root]) if r.changed or r.findings]
