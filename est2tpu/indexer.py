@@ -1155,6 +1155,15 @@ class _UseCollector(_Scoped):
                 self.ix.metric_fns.add(metric_fn)
             return
         shim = self.shim_name(node.func) if name is None else None
+        if shim == "evaluate":
+            # `tpu_runtime.evaluate(estimator, input_fn, ..., examples=...)`: an evaluate()
+            # a first run rewrote (its steps counted on TPU), of the same input function
+            est = call_arg(node, "estimator", 0)
+            arg = call_arg(node, "input_fn", 1)
+            receiver = dotted(est.value) if est is not None else None
+            if receiver is not None and arg is not None and self.runs_estimator(receiver):
+                self.pending.append((self.here, node, receiver, Mode.EVAL, arg.value, self.seq))
+            return
         if shim == "train_and_evaluate":
             name = "estimator.train_and_evaluate"  # the loop a first run wrote: same specs
         elif shim == "tf2.Estimator" and self.ix.facade:
@@ -1240,15 +1249,18 @@ class _UseCollector(_Scoped):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
             receiver = dotted(func.value)
-            if receiver is None:
-                return
-            held = self.lookup(self.values, receiver)  # maybe built by a project function
-            if self.lookup(self.estimators, receiver) is None and not isinstance(held, cst.Call):
+            if receiver is None or not self.runs_estimator(receiver):
                 return
             arg = call_arg(node, "input_fn", 0)
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
+
+    def runs_estimator(self, receiver: str) -> bool:
+        """Whether a name may hold an Estimator: one built here, or maybe one a project
+        function builds (the value of a call)."""
+        held = self.lookup(self.values, receiver)
+        return self.lookup(self.estimators, receiver) is not None or isinstance(held, cst.Call)
 
     def model_fn_parameter(self, node: cst.Call, plan: CtorPlan, expr: cst.BaseExpression) -> None:
         """`def build_estimator(model_fn, config): return Estimator(model_fn, ...)`: the
@@ -2023,11 +2035,14 @@ class _UseCollector(_Scoped):
     ) -> BatchSize | None:
         """An input function chosen by if/else (fake data or real): both are migrated, and
         they must batch by one size, the one the TPUEstimator gets."""
+        before = self.problem_count(site)
         sizes = [self.analyse_input_fn(first, mode, site, commit, depth + 1)]
-        if sizes[0] is None:
+        if sizes[0] is None and self.problem_count(site) > before:
             return None  # its finding says what to do; the other branch waits for it
+        # (None without a finding: it reads params["batch_size"] already, migrated before,
+        # and the other branch is migrated as one-shot run migrates it)
         sizes.append(self.analyse_input_fn(second, mode, site, commit, depth + 1))
-        if sizes[1] is None:
+        if sizes[0] is None or sizes[1] is None:
             return None
         if sizes[0].code != sizes[1].code:
             site.problems.append(
@@ -2036,6 +2051,11 @@ class _UseCollector(_Scoped):
             )
             return None
         return sizes[1]
+
+    def problem_count(self, site: UseSite) -> int:
+        """The findings planned so far for this site and for the input functions."""
+        plans = self.ix.index.input_fns.values()
+        return len(site.problems) + sum(len(plan.problems) for plan in plans)
 
     def bound_lambda(
         self,
