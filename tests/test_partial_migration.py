@@ -36,6 +36,61 @@ PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 CHANGED = {
     "two_module_trainer": ["trainer/inputs.py", "trainer/model.py", "trainer/task.py"],
     "helper_batched_inputs": ["data_pipeline.py", "train.py"],
+    "params_helper_trainer": ["trainer/inputs.py", "trainer/task.py"],
+}
+
+# A trainer whose input functions hand the params the Estimator gives them to a helper of
+# another module that batches by them: with `task.py` written first, the TPUEstimator holds
+# the batch size and the helper still batches without static shapes on TPU.
+PARAMS_HELPER_TRAINER = {
+    "trainer/__init__.py": "",
+    "trainer/inputs.py": """\
+import tensorflow as tf
+
+
+def make_batches(p, x, y, training):
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+    if training:
+        dataset = dataset.shuffle(len(y), seed=1).repeat()
+    return dataset.batch(p["batch_size"])
+""",
+    "trainer/task.py": """\
+import numpy as np
+import tensorflow as tf
+
+from trainer import inputs
+
+X = np.arange(192, dtype=np.float32).reshape(64, 3)
+Y = np.ones((64, 1), np.float32)
+
+
+def model_fn(features, labels, mode, params):
+    out = tf.compat.v1.layers.dense(features["x"], 1)
+    loss = tf.compat.v1.losses.mean_squared_error(labels, out)
+    optimizer = tf.compat.v1.train.GradientDescentOptimizer(params["learning_rate"])
+    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+
+
+def train_input_fn(params):
+    return inputs.make_batches(params, X, Y, True)
+
+
+def eval_input_fn(params):
+    return inputs.make_batches(params, X, Y, False)
+
+
+def main():
+    estimator = tf.estimator.Estimator(
+        model_fn=model_fn, params={"batch_size": 16, "learning_rate": 0.01}
+    )
+    estimator.train(input_fn=train_input_fn, steps=10)
+    return estimator.evaluate(input_fn=eval_input_fn, steps=4)
+
+
+if __name__ == "__main__":
+    main()
+""",
 }
 
 # Runs the real CLI; after its first file is written, the process gets a real SIGINT.
@@ -73,15 +128,23 @@ def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module", params=sorted(CHANGED))
-def project(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def project(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's original tree (one written here, or an end-to-end project's)."""
+    name = str(request.param)
+    if name != "params_helper_trainer":
+        return PROJECTS / name
+    root = tmp_path_factory.mktemp("source") / name
+    for rel, text in PARAMS_HELPER_TRAINER.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
 
 
 @pytest.fixture(scope="module")
-def one_shot(tmp_path_factory: pytest.TempPathFactory, project: str) -> dict[str, bytes]:
+def one_shot(tmp_path_factory: pytest.TempPathFactory, project: Path) -> dict[str, bytes]:
     """The project after one uninterrupted `est2tpu migrate` (in this process)."""
     root = tmp_path_factory.mktemp("one-shot") / "project"
-    shutil.copytree(PROJECTS / project, root)
+    shutil.copytree(project, root)
     proc = est2tpu("migrate", "--no-cache", root)
     assert proc.returncode == 0, proc.stderr
     return snapshot(root)
@@ -89,10 +152,10 @@ def one_shot(tmp_path_factory: pytest.TempPathFactory, project: str) -> dict[str
 
 @pytest.mark.slow  # a real SIGINT to a real CLI process, then two more CLI processes
 def test_interrupted_cli_run_then_rerun_equals_one_shot(
-    tmp_path: Path, project: str, one_shot: dict[str, bytes]
+    tmp_path: Path, project: Path, one_shot: dict[str, bytes]
 ) -> None:
     root = tmp_path / "project"
-    shutil.copytree(PROJECTS / project, root)
+    shutil.copytree(project, root)
     original = snapshot(root)
     proc = subprocess.run(
         [sys.executable, "-c", INTERRUPT_AFTER_FIRST_WRITE, "migrate", str(root)],
@@ -117,17 +180,17 @@ def test_interrupted_cli_run_then_rerun_equals_one_shot(
 
 
 def test_every_partial_state_converges(
-    tmp_path: Path, project: str, one_shot: dict[str, bytes]
+    tmp_path: Path, project: Path, one_shot: dict[str, bytes]
 ) -> None:
-    original = snapshot(PROJECTS / project)
+    original = snapshot(project)
     changed = [name for name in one_shot if one_shot[name] != original[name]]
-    assert changed == CHANGED[project]
+    assert changed == CHANGED[project.name]
     partial = itertools.chain.from_iterable(
         itertools.combinations(changed, k) for k in range(1, len(changed))
     )
     for written in partial:
         root = tmp_path / "-".join(n.replace("/", "_") for n in written)
-        shutil.copytree(PROJECTS / project, root)
+        shutil.copytree(project, root)
         for name in written:
             (root / name).write_bytes(one_shot[name])
         for result in api.migrate_paths([root]):
