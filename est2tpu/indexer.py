@@ -1375,10 +1375,15 @@ class _UseCollector(_Scoped):
             if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False":
                 plan.off_tpu |= modes
         use_tpu = call_arg(node, "use_tpu", None)
-        if (
-            use_tpu is not None
-            and isinstance(use_tpu.value, cst.Call)
-            and self.shim_name(use_tpu.value.func) == "use_tpu"
+        func = use_tpu.value.func if use_tpu and isinstance(use_tpu.value, cst.Call) else None
+        if func is not None and (
+            self.shim_name(func) == "use_tpu"
+            # its --no-runtime stand-in, a def of this module
+            or (
+                isinstance(func, cst.Name)
+                and func.value == "_est2tpu_use_tpu"
+                and func.value in self.src.defs
+            )
         ):
             # On a TPU exactly when the runtime finds one: the value est2tpu builds a
             # TPUEstimator with, and the drop_remainder it gives helpers with no params.

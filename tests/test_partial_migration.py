@@ -201,3 +201,23 @@ def test_every_partial_state_converges(
                 write_atomic(result.path, encode(result.new_text, result.encoding, result.bom))
         assert snapshot(root) == one_shot, written
         assert not [r.path for r in api.migrate_paths([root]) if r.changed or r.findings]
+
+
+def test_no_runtime_partial_state_converges(tmp_path: Path) -> None:
+    """Under --no-runtime the TPUEstimator's use_tpu is the file's own `_est2tpu_use_tpu()`:
+    with task.py written first, the rerun still gives the helper static batches on TPU."""
+    source = tmp_path / "source"
+    for rel, text in PARAMS_HELPER_TRAINER.items():
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text(text, encoding="utf-8")
+    one = tmp_path / "one-shot"
+    shutil.copytree(source, one)
+    assert est2tpu("migrate", "--no-cache", "--no-runtime", one).returncode == 0
+    root = tmp_path / "task-first"
+    shutil.copytree(source, root)
+    task = "trainer/task.py"
+    (root / task).write_bytes((one / task).read_bytes())
+    assert "use_tpu=_est2tpu_use_tpu()" in (root / task).read_text(encoding="utf-8")
+    proc = est2tpu("migrate", "--no-cache", "--no-runtime", root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert snapshot(root) == snapshot(one)
