@@ -103,6 +103,11 @@ class CtorPlan:
     tpu_batch_sizes: dict[Mode, str] = field(default_factory=dict)  # an existing TPUEstimator's
     # modes an existing TPUEstimator never runs on a TPU (use_tpu=False, eval_on_tpu=False)
     off_tpu: set[Mode] = field(default_factory=set)
+    # an existing TPUEstimator as est2tpu writes it (`use_tpu=tpu_runtime.use_tpu()` or its
+    # --no-runtime stand-in, or the shim's premade/Keras builders): its input functions and
+    # their helpers are planned as those of the Estimator a one-shot run converts, so a
+    # partial migration converges
+    as_migrated: bool = False
     # `params=<name>`, the name bound once, in the constructor's function, to a dict literal
     # with the reserved key "batch_size" and used nowhere else: (scope, name) of the binding,
     # whose key goes, and the key's value where it is valid at the constructor

@@ -1262,6 +1262,15 @@ class _UseCollector(_Scoped):
                 self.ix.metric_fns.add(metric_fn)
             return
         shim = self.shim_name(node.func) if name is None else None
+        if shim == "evaluate":
+            # `tpu_runtime.evaluate(estimator, input_fn, ..., examples=...)`: an evaluate()
+            # a first run rewrote (its steps counted on TPU), of the same input function
+            est = call_arg(node, "estimator", 0)
+            arg = call_arg(node, "input_fn", 1)
+            receiver = dotted(est.value) if est is not None else None
+            if receiver is not None and arg is not None and self.runs_estimator(receiver):
+                self.pending.append((self.here, node, receiver, Mode.EVAL, arg.value, self.seq))
+            return
         if shim == "train_and_evaluate":
             name = "estimator.train_and_evaluate"  # the loop a first run wrote: same specs
         elif shim == "tf2.Estimator" and self.ix.facade:
@@ -1271,6 +1280,7 @@ class _UseCollector(_Scoped):
             # functions are held to what TPUEstimator needs, as the original's were.
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.tpu = True
+            plan.as_migrated = True
             self.tpu_ctor(node, plan)
             return
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
@@ -1359,15 +1369,18 @@ class _UseCollector(_Scoped):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
             receiver = dotted(func.value)
-            if receiver is None:
-                return
-            held = self.lookup(self.values, receiver)  # maybe built by a project function
-            if self.lookup(self.estimators, receiver) is None and not isinstance(held, cst.Call):
+            if receiver is None or not self.runs_estimator(receiver):
                 return
             arg = call_arg(node, "input_fn", 0)
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
+
+    def runs_estimator(self, receiver: str) -> bool:
+        """Whether a name may hold an Estimator: one built here, or maybe one a project
+        function builds (the value of a call)."""
+        held = self.lookup(self.values, receiver)
+        return self.lookup(self.estimators, receiver) is not None or isinstance(held, cst.Call)
 
     def model_fn_parameter(self, node: cst.Call, plan: CtorPlan, expr: cst.BaseExpression) -> None:
         """`def build_estimator(model_fn, config): return Estimator(model_fn, ...)`: the
@@ -1481,6 +1494,20 @@ class _UseCollector(_Scoped):
             arg = call_arg(node, keyword, None)
             if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False":
                 plan.off_tpu |= modes
+        use_tpu = call_arg(node, "use_tpu", None)
+        func = use_tpu.value.func if use_tpu and isinstance(use_tpu.value, cst.Call) else None
+        if func is not None and (
+            self.shim_name(func) == "use_tpu"
+            # its --no-runtime stand-in, a def of this module
+            or (
+                isinstance(func, cst.Name)
+                and func.value == "_est2tpu_use_tpu"
+                and func.value in self.src.defs
+            )
+        ):
+            # On a TPU exactly when the runtime finds one: the value est2tpu builds a
+            # TPUEstimator with, and the drop_remainder it gives helpers with no params.
+            plan.as_migrated = True
 
     # -- one use of an input function --------------------------------------------------
 
@@ -1528,6 +1555,20 @@ class _UseCollector(_Scoped):
                     and site.lacks_params
                     and result is not None
                     and plan.tpu_batch_sizes.get(mode) == result.code
+                )
+                # A TPUEstimator as est2tpu writes it, whose input function reads its
+                # params["batch_size"] already (written by that run, or by the user first),
+                # or batches by the size it has: planned as the Estimator's a one-shot run
+                # converts, so its batches (and its helpers') get what that run gives them
+                # (drop_remainder on TPU). Any drop_remainder of its own stays.
+                or (
+                    plan.as_migrated
+                    and mode not in plan.off_tpu
+                    and (
+                        result is None
+                        or result.from_params
+                        or plan.tpu_batch_sizes.get(mode) == result.code
+                    )
                 )
             )
             if commit and result is not None and not result.portable:
@@ -1913,7 +1954,11 @@ class _UseCollector(_Scoped):
                     "params['batch_size'] from TPUEstimator's params by hand"
                 )
             return None
-        elif result is None or not commit:
+        elif not commit or (
+            result is None and (chain.size is None or not is_params_batch_size(chain.size))
+        ):
+            # (a call passing params["batch_size"] already, migrated before, of unknown size:
+            # its helpers still make the batches, and get what a one-shot run gives them)
             return result
         elif plan.batch_to_params or chain.unpacked is not None:
             plan.helper_call = node_code(chain.call)
@@ -2115,11 +2160,14 @@ class _UseCollector(_Scoped):
     ) -> BatchSize | None:
         """An input function chosen by if/else (fake data or real): both are migrated, and
         they must batch by one size, the one the TPUEstimator gets."""
+        before = self.problem_count(site)
         sizes = [self.analyse_input_fn(first, mode, site, commit, depth + 1)]
-        if sizes[0] is None:
+        if sizes[0] is None and self.problem_count(site) > before:
             return None  # its finding says what to do; the other branch waits for it
+        # (None without a finding: it reads params["batch_size"] already, migrated before,
+        # and the other branch is migrated as one-shot run migrates it)
         sizes.append(self.analyse_input_fn(second, mode, site, commit, depth + 1))
-        if sizes[1] is None:
+        if sizes[0] is None or sizes[1] is None:
             return None
         if sizes[0].code != sizes[1].code:
             site.problems.append(
@@ -2128,6 +2176,11 @@ class _UseCollector(_Scoped):
             )
             return None
         return sizes[1]
+
+    def problem_count(self, site: UseSite) -> int:
+        """The findings planned so far for this site and for the input functions."""
+        plans = self.ix.index.input_fns.values()
+        return len(site.problems) + sum(len(plan.problems) for plan in plans)
 
     def bound_lambda(
         self,
@@ -2868,6 +2921,42 @@ def _unpacks_helper(fn: cst.FunctionDef) -> tuple[cst.Call, list[str]] | None:
     return call, names
 
 
+def _returns_batched_dataset(ix: Indexer, helpers: list[FnKey], batch: cst.Call) -> bool:
+    """The first helper ends `return D`, `D` bound from the dataset its chain batches (`D =
+    D.shuffle(n).batch(b)` in it, or `D = <the next helper>(...)`), then only `D =
+    D.<method>(...)`: it returns that tf.data.Dataset, as TPU005 makes a helper that ended
+    `a, b = <one-shot iterator>.get_next()`, `return a, b` return it. An input function
+    that unpacks it (`a, b = helper(...)`) unpacks a Dataset, which no Estimator's graph
+    can iterate: that helper was migrated before its input function (a partial run, or a
+    user's first module), which maps over the dataset as a one-shot run makes it do."""
+    key = helpers[0]
+    fn, src = ix.fn(key), ix.modules[key[0]]
+    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    value = returned_value(body[-1]) if body else None
+    if not isinstance(value, cst.Name) or src.imports.tf_name(batch.func) is not None:
+        return False
+    name = value.value
+    for stmt in reversed(body[:-1]):
+        bound = unpack_target(stmt)
+        if bound is None or bound[0] != [name]:
+            return False
+        made = bound[1]
+        if len(helpers) == 1 and any(c is batch for c in iter_calls(made)):
+            return True
+        if (
+            len(helpers) > 1
+            and isinstance(made, cst.Call)
+            and ix.resolve_fn(src, key[1], made.func) == helpers[1]
+        ):
+            return True
+        root = made
+        while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
+            root = root.func.value
+        if not (isinstance(root, cst.Name) and root.value == name and root is not made):
+            return False
+    return False
+
+
 def _has_repeat(fn: cst.FunctionDef) -> bool:
     return any(
         isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat" for c in iter_calls(fn)
@@ -2906,7 +2995,7 @@ def _helper_chain(ix: Indexer, key: FnKey) -> _HelperChain | None:
     if found is None:
         return None
     param, helpers, one_shot, repeats, batch, new_default = found
-    if unpacked is not None and not one_shot:
+    if unpacked is not None and not (one_shot or _returns_batched_dataset(ix, helpers, batch)):
         return None
     size = _bind(ix.fn(first), call).get(param) if new_default is None else None
     if _batches_by_params_of(ix, helpers, batch):

@@ -34,7 +34,7 @@ from est2tpu.cstutil import (
 )
 from est2tpu.index import InputFnPlan, Mode, UseSite, node_code
 from est2tpu.rule import FileState, Rule
-from est2tpu.tfapi import RUN_METHODS, SPEC_CTORS
+from est2tpu.tfapi import RUN_METHODS, SHIM, SPEC_CTORS
 
 
 class InputFnBatchSize(Rule):
@@ -382,6 +382,10 @@ class InputFnBatchSize(Rule):
             return updated_node
         for problem in dict.fromkeys(site.problems):
             self.refuse(original_node, problem)
+        # `tpu_runtime.evaluate(estimator, input_fn, ...)`, a first run's: its steps are counted
+        shim = (self.state.imports.qualify(original_node.func) or "").startswith(SHIM)
+        if shim:
+            return updated_node
         if method == "evaluate" and site.tpu and kwarg(original_node, "steps") is None:
             positional = [a for a in original_node.args if a.keyword is None]
             sized = site.sized_input or site.examples_code is not None
