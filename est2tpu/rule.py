@@ -104,8 +104,6 @@ def _most_similar(old_lines: list[str], start: int, end: int, line: str) -> int 
 
 
 _ATTRIBUTE_HOOK = re.compile(r"(?:visit|leave)_[A-Z][A-Za-z]*_[a-z]\w*")
-# (rule class, node class) -> the rule's own visit_<Type> and leave_<Type> (None: LibCST's no-op)
-_DISPATCH: dict[tuple[type, type], tuple[Callable[..., object] | None, ...]] = {}
 
 
 def _own(cls: type, name: str) -> Callable[..., object] | None:
@@ -175,6 +173,9 @@ class Rule(cst.CSTTransformer):
         self._node_keys: dict[int, CallKey] = {}
         self.calls: list[cst.Call] = []  # enclosing calls, innermost last
         self._keep: set[int] | None = None  # statements to enter (None: all)
+        # node class -> this rule's visit_<Type> and leave_<Type> (None: LibCST's no-op),
+        # looked up per rule object: a rule object lives for one pass over one file
+        self._methods: dict[type, tuple[Callable[..., object] | None, ...]] = {}
         self._skipped: set[int] = set()
 
     # -- pruning --------------------------------------------------------------------------
@@ -221,16 +222,15 @@ class Rule(cst.CSTTransformer):
     # and looking it up at every node, and calls `visit_<Type>_<field>` hooks around every
     # child field, through its own no-op methods where the rule defines none: on a fixture
     # project that was a fifth of a rule's pass. The same calls are made here, looked up
-    # once per rule class and node type, and the no-ops are not called at all.
+    # once per rule object and node type, and the no-ops are not called at all.
 
     _ATTRIBUTE_HOOKS: ClassVar[bool] = False  # does the class define `visit_<Type>_<field>`?
 
     def _dispatch(self, node: cst.CSTNode) -> tuple[Callable[..., object] | None, ...]:
-        key = (type(self), type(node))
-        found = _DISPATCH.get(key)
+        found = self._methods.get(type(node))
         if found is None:
             name = type(node).__name__
-            found = _DISPATCH[key] = (
+            found = self._methods[type(node)] = (
                 _own(type(self), f"visit_{name}"),
                 _own(type(self), f"leave_{name}"),
             )
