@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
@@ -185,7 +186,13 @@ def _migrate_scanned(
 
             rewritten(0)
             finished = runner.pmap(
-                pipeline.finish_one, state, pending, jobs, min_tasks=8, on_done=rewritten
+                pipeline.finish_one,
+                state,
+                pending,
+                jobs,
+                min_tasks=8,
+                on_done=rewritten,
+                cost=functools.partial(_cost, state),
             )
             for cid, entry in finished:
                 cand = cands[cid]
@@ -208,6 +215,13 @@ def _migrate_scanned(
     for cid, cand in enumerate(cands):
         if not early[cid]:
             yield cand.result
+
+
+def _cost(state: RunState, cid: int) -> int:
+    """A guess of the work migrating a candidate takes: its size, and far more when it has
+    been parsed for the index (the rules run over it) than when it may prove inert."""
+    cand = state.cands[cid]
+    return len(cand.source) * (8 if cid in state.modules else 1)
 
 
 def _index_failed(state: RunState, cid: int, reason: str) -> bool:

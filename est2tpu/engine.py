@@ -13,7 +13,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.matchers import _visitors as _matcher_visitors
 
 from est2tpu import inert
-from est2tpu.cstutil import walk
+from est2tpu.cstutil import child_fields
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex
 from est2tpu.names import ImportTable
@@ -401,7 +401,7 @@ def _transform(
         state.current = module
         rule = rule_cls(CodemodContext(filename=path), state)
         try:
-            walk(module, _ReadOnly(rule))
+            _walk_final(module, rule, _hooked(rule_cls))
             rule.flush(module)
         except RecursionError:
             raise _RuleRecursion(rule_cls.ID) from None
@@ -457,6 +457,29 @@ def _hooked(rule_cls: type[Rule]) -> frozenset[str]:
         }
         _HOOKED[rule_cls] = frozenset({"FunctionDef", "ClassDef", "Call", *own})
     return _HOOKED[rule_cls]
+
+
+def _walk_final(node: cst.CSTNode, rule: Rule, hooked: frozenset[str]) -> None:
+    """`walk(node, _ReadOnly(rule))`, with the rule's methods called straight from the walk
+    at the node types it hooks and no call at all at the others (most nodes): the FINAL
+    rules walk every module they apply to whole, and the two calls per node were a third
+    of that walk."""
+    fields = child_fields(type(node))
+    if fields is None:
+        node.visit(_ReadOnly(rule))  # LibCST's own walk (see `cstutil.walk`)
+        return
+    hook = type(node).__name__ in hooked
+    if not hook or rule.on_visit(node):
+        for name in fields:
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                _walk_final(value, rule, hooked)
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        _walk_final(item, rule, hooked)
+    if hook:
+        rule.on_leave(node, node)
 
 
 class _ReadOnly(cst.CSTVisitor):

@@ -138,6 +138,16 @@ def _call_forked(item: object) -> object:
     return fn(state, item)
 
 
+def _call_forked_at(at: int) -> tuple[int, object]:
+    assert _FORKED is not None and _ITEMS is not None
+    fn, state = _FORKED
+    return at, fn(state, _ITEMS[at])
+
+
+# The items of a pool run by cost (`pmap`'s `cost`): the workers get their indices only.
+_ITEMS: Sequence[Any] | None = None
+
+
 def pmap(
     fn: Callable[[S, T], R],
     state: S,
@@ -146,30 +156,34 @@ def pmap(
     *,
     min_tasks: int,
     on_done: Callable[[int], None] | None = None,
+    cost: Callable[[T], int] | None = None,
 ) -> list[R]:
     """`fn(state, item)` over `items`, in order; in forked worker processes when it pays.
 
     Workers are forked, so they see `state` (the parsed modules, the index) without pickling
     a tree; only the items and the results travel. Without `fork`, or for few items,
     everything runs here. `on_done(n)` is told how many items are done as they finish.
+    With `cost` (a guess of each item's work), the workers take the dearest items first,
+    a few at a time, so that no worker is left with a run of big files at the end while
+    the others idle; the results still come back in the order of `items`.
     """
-    global _FORKED
+    global _FORKED, _ITEMS
     if jobs <= 1 or len(items) < min_tasks or "fork" not in mp.get_all_start_methods():
         return _sequential(fn, state, items, on_done)
     n = min(jobs, len(items))
     chunk = max(1, min(32, len(items) // (n * 8)))
     _FORKED = (fn, state)
+    if cost is not None:
+        _ITEMS = items
+        try:
+            return _by_cost(items, n, cost, on_done)
+        except (OSError, mp.ProcessError, EOFError):
+            return _sequential(fn, state, items, on_done)
+        finally:
+            _FORKED = _ITEMS = None
     try:
         out: list[R] = []
-        # A stop signal that lands while the pool is being built would leave it half-built
-        # and never terminated (the run then hangs at exit): hold them until it is whole.
-        held = {signal.SIGINT, signal.SIGTERM}
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-        try:
-            pool = mp.get_context("fork").Pool(n, _worker_init, (os.getpid(), mask))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        with pool:
+        with _pool(n) as pool:
             for result in pool.imap(_call_forked, items, chunksize=chunk):
                 out.append(cast("R", result))
                 if on_done is not None:
@@ -179,6 +193,35 @@ def pmap(
         return _sequential(fn, state, items, on_done)
     finally:
         _FORKED = None
+
+
+def _pool(n: int) -> Any:
+    # A stop signal that lands while the pool is being built would leave it half-built
+    # and never terminated (the run then hangs at exit): hold them until it is whole.
+    held = {signal.SIGINT, signal.SIGTERM}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        return mp.get_context("fork").Pool(n, _worker_init, (os.getpid(), mask))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _by_cost(
+    items: Sequence[T], n: int, cost: Callable[[T], int], on_done: Callable[[int], None] | None
+) -> list[Any]:
+    """The pool over `items`, dearest first (see `pmap`), results in the items' order."""
+    order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
+    # Small chunks: the dear items are few and come first; the cheap tail evens out.
+    chunk = max(1, min(8, len(items) // (n * 32)))
+    out: list[Any] = [None] * len(items)
+    with _pool(n) as pool:
+        for done, (at, result) in enumerate(
+            pool.imap_unordered(_call_forked_at, order, chunksize=chunk), 1
+        ):
+            out[at] = result
+            if on_done is not None:
+                on_done(done)
+    return out
 
 
 def _worker_init(parent: int, mask: set[signal.Signals]) -> None:
