@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path, PurePath
 from typing import TypeVar, cast
 
@@ -622,23 +622,10 @@ class Indexer:
         what the project's calls of that function pass: one def of the project at every
         call, or the Estimator stays as it is."""
         for owner, node, plan, builder, param in self.builder_params:
-            builder_fn = self.fn(builder)
             short = builder[1].rpartition(".")[2]
             passed: set[FnKey | None] = set()
-            for collector in collectors:
-                saved = collector.scope, collector.seq
-                for scope, call in collector.calls:
-                    func = call.func
-                    name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
-                    if (
-                        name != short
-                        or collector.ix.resolve_fn(collector.src, scope, func) != builder
-                    ):
-                        continue
-                    bound = _bind(builder_fn, call).get(param)
-                    at = collector.at(scope, call)
-                    passed.add(at.model_fn_of(bound) if bound is not None else None)
-                collector.scope, collector.seq = saved
+            for at, _scope, bound in self.builder_calls(collectors, builder, param):
+                passed.add(at.model_fn_of(bound) if bound is not None else None)
             if plan.tpu:
                 plan.model_fn = next(iter(passed)) if len(passed) == 1 else None
                 continue
@@ -666,10 +653,47 @@ class Indexer:
         for plan, builder, param in self.params_params:
             if not plan.convert:
                 continue
-            builder_fn = self.fn(builder)
             short = builder[1].rpartition(".")[2]
-            for collector in collectors:
-                saved = collector.scope, collector.seq
+            for at, scope, bound in self.builder_calls(collectors, builder, param):
+                value = bound
+                if isinstance(bound, cst.Name):
+                    value = at.lookup(at.values, bound.value)
+                    caller = at.src.defs.get(scope)
+                    held = assigned_names(caller).get(bound.value, []) if caller else []
+                    if value is None and len(held) == 1:
+                        value = held[0]  # `params = {"batch_size": 16, ...}`, once
+                reserved = _reserved_keys_built_in(value)
+                if reserved and plan.convert:
+                    given = (
+                        f"`{bound.value}`, an object"
+                        if isinstance(bound, cst.Name)
+                        else "an object"
+                    )
+                    plan.convert = False
+                    plan.refusal = (
+                        f"Estimator left as it is: its params are `{param}`, a parameter "
+                        f"of `{short}`, which a call in {PurePath(at.src.path).name} "
+                        f"gives {given} built with {', '.join(map(repr, reserved))}, a "
+                        "key TPUEstimator reserves "
+                        "(it raises ValueError when it is built): build the TPUEstimator "
+                        "with params without it (tpu_runtime.params_without_batch_size"
+                        "(...): a dict or an HParams) and that size as its "
+                        "train/eval/predict_batch_size, and read the batch size from the "
+                        "params TPUEstimator hands the input functions, by hand"
+                    )
+
+    def builder_calls(
+        self, collectors: Sequence[_UseCollector], builder: FnKey, param: str
+    ) -> Iterator[tuple[_UseCollector, str, cst.BaseExpression | None]]:
+        """The project's calls of a function that builds an Estimator (`bind_builders`,
+        `refuse_reserved_keys_passed_in`): each call's collector, set where the call is (see
+        `_UseCollector.at`; set back after its calls), the call's scope, and what the call
+        passes as `param`."""
+        builder_fn = self.fn(builder)
+        short = builder[1].rpartition(".")[2]
+        for collector in collectors:
+            saved = collector.scope, collector.seq
+            try:
                 for scope, call in collector.calls:
                     func = call.func
                     name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
@@ -679,33 +703,8 @@ class Indexer:
                     ):
                         continue
                     bound = _bind(builder_fn, call).get(param)
-                    at = collector.at(scope, call)
-                    value = bound
-                    if isinstance(bound, cst.Name):
-                        value = at.lookup(at.values, bound.value)
-                        caller = collector.src.defs.get(scope)
-                        held = assigned_names(caller).get(bound.value, []) if caller else []
-                        if value is None and len(held) == 1:
-                            value = held[0]  # `params = {"batch_size": 16, ...}`, once
-                    reserved = _reserved_keys_built_in(value)
-                    if reserved and plan.convert:
-                        given = (
-                            f"`{bound.value}`, an object"
-                            if isinstance(bound, cst.Name)
-                            else "an object"
-                        )
-                        plan.convert = False
-                        plan.refusal = (
-                            f"Estimator left as it is: its params are `{param}`, a parameter "
-                            f"of `{short}`, which a call in {PurePath(collector.src.path).name} "
-                            f"gives {given} built with {', '.join(map(repr, reserved))}, a "
-                            "key TPUEstimator reserves "
-                            "(it raises ValueError when it is built): build the TPUEstimator "
-                            "with params without it (tpu_runtime.params_without_batch_size"
-                            "(...): a dict or an HParams) and that size as its "
-                            "train/eval/predict_batch_size, and read the batch size from the "
-                            "params TPUEstimator hands the input functions, by hand"
-                        )
+                    yield collector.at(scope, call), scope, bound
+            finally:
                 collector.scope, collector.seq = saved
 
     def helpers_of(self, roots: set[FnKey]) -> set[FnKey]:
