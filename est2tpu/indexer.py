@@ -4,6 +4,7 @@ and the calls that use them."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -773,13 +774,9 @@ class _UseCollector(_Scoped):
     def refuse_shim_only_uses(self) -> None:
         """Under --no-runtime, an Estimator fed by numpy/pandas_input_fn stays as it is."""
         for scope, _call, est_var, _mode, input_fn, seq in self.pending:
-            saved, self.scope = self.scope, scope.split(".") if scope else []
-            self.seq = seq
-            try:
+            with self.placed(scope, seq):
                 ctor = self.lookup(self.estimators, est_var) if est_var else None
                 numpy_call, _ = self.numpy_input(input_fn)
-            finally:
-                self.scope = saved
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             if plan is not None and numpy_call is not None and plan.convert:
                 plan.convert = False
@@ -803,13 +800,9 @@ class _UseCollector(_Scoped):
                 or "params" in param_names(input_fn)
             ):
                 continue
-            saved, self.scope = self.scope, scope.split(".") if scope else []
-            self.seq = seq
-            try:
+            with self.placed(scope, seq):
                 ctor = self.estimator_of(est_var)
                 key = self.input_fn_key(input_fn)
-            finally:
-                self.scope = saved
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             if (
                 plan is None
@@ -915,12 +908,8 @@ class _UseCollector(_Scoped):
 
     def finish(self) -> None:
         for site_key, spec, helper, holder, scope, seq in self.helper_specs:
-            saved, self.scope = self.scope, scope.split(".") if scope else []
-            self.seq = seq
-            try:
+            with self.placed(scope, seq):
                 ctor = self.estimator_of(holder)
-            finally:
-                self.scope = saved
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
             if plan is None or not (plan.convert or plan.tpu):
                 continue
@@ -934,12 +923,8 @@ class _UseCollector(_Scoped):
                 "params['batch_size'] in the input function by hand"
             )
         for key, est_name, scope, seq in self.tande:
-            saved, self.scope = self.scope, scope.split(".") if scope else []
-            self.seq = seq
-            try:
+            with self.placed(scope, seq):
                 ctor = self.estimator_of(est_name) if est_name else None
-            finally:
-                self.scope = saved
             self.ix.index.train_and_evaluate[key] = ctor
         for scope, call, est_var, mode, input_fn, seq in self.pending:
             self.seq = seq
@@ -1391,6 +1376,18 @@ class _UseCollector(_Scoped):
             self.ix.builder_params.append(
                 (self, node, plan, (self.src.path, self.here), expr.value)
             )
+
+    @contextlib.contextmanager
+    def placed(self, scope: str, seq: int) -> Iterator[None]:
+        """This collector set where a use it recorded was (its def path and binding order),
+        for lookups there; the def path is set back after (the order is not: what comes
+        next sets its own)."""
+        saved, self.scope = self.scope, scope.split(".") if scope else []
+        self.seq = seq
+        try:
+            yield
+        finally:
+            self.scope = saved
 
     def at(self, scope: str, call: cst.Call) -> _UseCollector:
         """This collector set where `call` is, as when it was walked."""
