@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from est2tpu import suppressions
 from est2tpu.cache import digest
@@ -144,7 +144,7 @@ def _call_forked_at(at: int) -> tuple[int, object]:
     return at, fn(state, _ITEMS[at])
 
 
-# The items of a pool run by cost (`pmap`'s `cost`): the workers get their indices only.
+# The items of the pool running (`pmap`): in cost order the workers get their indices only.
 _ITEMS: Sequence[Any] | None = None
 
 
@@ -171,28 +171,15 @@ def pmap(
     if jobs <= 1 or len(items) < min_tasks or "fork" not in mp.get_all_start_methods():
         return _sequential(fn, state, items, on_done)
     n = min(jobs, len(items))
-    chunk = max(1, min(32, len(items) // (n * 8)))
-    _FORKED = (fn, state)
-    if cost is not None:
-        _ITEMS = items
-        try:
-            return _by_cost(items, n, cost, on_done)
-        except (OSError, mp.ProcessError, EOFError):
-            return _sequential(fn, state, items, on_done)
-        finally:
-            _FORKED = _ITEMS = None
+    _FORKED, _ITEMS = (fn, state), items
     try:
-        out: list[R] = []
-        with _pool(n) as pool:
-            for result in pool.imap(_call_forked, items, chunksize=chunk):
-                out.append(cast("R", result))
-                if on_done is not None:
-                    on_done(len(out))
-        return out
+        if cost is not None:
+            return _by_cost(items, n, cost, on_done)
+        return _in_order(items, n, on_done)
     except (OSError, mp.ProcessError, EOFError):
         return _sequential(fn, state, items, on_done)
     finally:
-        _FORKED = None
+        _FORKED = _ITEMS = None
 
 
 def _pool(n: int) -> Any:
@@ -204,6 +191,18 @@ def _pool(n: int) -> Any:
         return mp.get_context("fork").Pool(n, _worker_init, (os.getpid(), mask))
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _in_order(items: Sequence[T], n: int, on_done: Callable[[int], None] | None) -> list[Any]:
+    """The pool over `items` as they come, results in their order (see `pmap`)."""
+    chunk = max(1, min(32, len(items) // (n * 8)))
+    out: list[Any] = []
+    with _pool(n) as pool:
+        for result in pool.imap(_call_forked, items, chunksize=chunk):
+            out.append(result)
+            if on_done is not None:
+                on_done(len(out))
+    return out
 
 
 def _by_cost(
