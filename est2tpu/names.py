@@ -247,9 +247,8 @@ class ImportTable:
 def spelled_in_code(text: str, spellings: list[str], after: str = "") -> bool:
     """Does the code of `text` (not its comments and strings) hold one of these dotted
     spellings, followed by `after`? The last part of a spelling is one identifier that the
-    raw text must hold: a cheap test first, so the tokenizer runs only where it may."""
-    if not any(s.rpartition(".")[2] in text for s in spellings):
-        return False
+    raw text must hold: `may_spell` tests the raw text first (it finds that identifier, then
+    what stands around it), so the tokenizer runs only where a spelling may be."""
     if not may_spell(text, spellings, after):
         return False
     code = code_only(text)
