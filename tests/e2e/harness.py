@@ -249,6 +249,89 @@ def run_programs(programs: dict[str, str], tmp: Path) -> dict[str, RunResult]:
     return runs
 
 
+# A one-file regression program whose model_fn reads its hyperparameters from
+# `params["hp"]` (an argparse.Namespace with `units=8` and what a test writes in place of
+# `HPARAMS`) and whose train op a test writes in place of the `TRAIN_OP` line; its results
+# hold the summary tags the run wrote. An optimize_loss option whose value is read when the
+# model_fn runs (`clip_gradients=hp.clip_norm`, `learning_rate_decay_fn=hp.decay`) is proven
+# on it against an expert's hand port.
+HP_PROGRAM = """\
+import argparse
+import glob
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+SEED = 7
+
+
+def make_data(n, seed):
+    rng = np.random.RandomState(seed)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (x @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
+    return x, y
+
+
+TRAIN_X, TRAIN_Y = make_data(256, SEED)
+EVAL_X, EVAL_Y = make_data(64, SEED + 1)
+
+
+def train_input_fn():
+    data = tf.data.Dataset.from_tensor_slices(({"x": TRAIN_X}, TRAIN_Y))
+    return data.shuffle(256, seed=SEED).repeat().batch(32)
+
+
+def eval_input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y)).batch(32)
+
+
+def model_fn(features, labels, mode, params):
+    hp = params["hp"]
+    hidden = tf.compat.v1.layers.dense(features["x"], hp.units, activation=tf.nn.relu)
+    predictions = tf.compat.v1.layers.dense(hidden, 1)
+    loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss)
+TRAIN_OP
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def summary_tags(model_dir):
+    found = set()
+    for path in glob.glob(os.path.join(model_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            found.update(value.tag for value in event.summary.value)
+    return sorted(found)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--results", required=True)
+    args = parser.parse_args()
+    tf.keras.utils.set_random_seed(SEED)
+    hparams = argparse.Namespace(units=8, HPARAMS)
+    estimator = tf.estimator.Estimator(
+        model_fn,
+        model_dir=args.model_dir,
+        config=tf.estimator.RunConfig(tf_random_seed=SEED),
+        params={"hp": hparams},
+    )
+    estimator.train(train_input_fn, steps=60)
+    metrics = estimator.evaluate(eval_input_fn, steps=2)
+    with open(args.results, "w") as f:
+        json.dump({"metrics": {k: float(v) for k, v in metrics.items()},
+                   "loss": float(metrics["loss"]), "predictions": [],
+                   "summary_tags": summary_tags(args.model_dir)}, f)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 # A one-file regression program whose train op a test writes in place of the `TRAIN_OP` line
 # (and, in place of `HIDDEN_EXTRA`, more layers after the hidden one): the optimizer
 # rewrites (TPU004) are proven on it against an expert's hand port.

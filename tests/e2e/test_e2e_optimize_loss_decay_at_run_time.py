@@ -20,82 +20,6 @@ import pytest
 from est2tpu.api import migrate_source
 from est2tpu.ftypes import Status
 
-PROGRAM = """\
-import argparse
-import glob
-import json
-import os
-
-import numpy as np
-import tensorflow as tf
-
-SEED = 7
-
-
-def make_data(n, seed):
-    rng = np.random.RandomState(seed)
-    x = rng.normal(size=(n, 3)).astype(np.float32)
-    y = (x @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
-    return x, y
-
-
-TRAIN_X, TRAIN_Y = make_data(256, SEED)
-EVAL_X, EVAL_Y = make_data(64, SEED + 1)
-
-
-def train_input_fn():
-    data = tf.data.Dataset.from_tensor_slices(({"x": TRAIN_X}, TRAIN_Y))
-    return data.shuffle(256, seed=SEED).repeat().batch(32)
-
-
-def eval_input_fn():
-    return tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y)).batch(32)
-
-
-def model_fn(features, labels, mode, params):
-    hp = params["hp"]
-    hidden = tf.compat.v1.layers.dense(features["x"], hp.units, activation=tf.nn.relu)
-    predictions = tf.compat.v1.layers.dense(hidden, 1)
-    loss = tf.compat.v1.losses.mean_squared_error(labels, predictions)
-    if mode == tf.estimator.ModeKeys.EVAL:
-        return tf.estimator.EstimatorSpec(mode, loss=loss)
-TRAIN_OP
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
-
-
-def summary_tags(model_dir):
-    found = set()
-    for path in glob.glob(os.path.join(model_dir, "events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            found.update(value.tag for value in event.summary.value)
-    return sorted(found)
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model_dir", required=True)
-    parser.add_argument("--results", required=True)
-    args = parser.parse_args()
-    tf.keras.utils.set_random_seed(SEED)
-    hparams = argparse.Namespace(units=8, learning_rate=0.2, decay=DECAY)
-    estimator = tf.estimator.Estimator(
-        model_fn,
-        model_dir=args.model_dir,
-        config=tf.estimator.RunConfig(tf_random_seed=SEED),
-        params={"hp": hparams},
-    )
-    estimator.train(train_input_fn, steps=60)
-    metrics = estimator.evaluate(eval_input_fn, steps=2)
-    with open(args.results, "w") as f:
-        json.dump({"metrics": {k: float(v) for k, v in metrics.items()},
-                   "loss": float(metrics["loss"]), "predictions": [],
-                   "summary_tags": summary_tags(args.model_dir)}, f)
-
-
-if __name__ == "__main__":
-    main()
-"""
-
 WITH_OPTIMIZE_LOSS = """\
     train_op = tf.contrib.layers.optimize_loss(
         name="training",
@@ -125,12 +49,13 @@ DECAYS = {
 }
 
 
-def program(train_op: str, kind: str) -> str:
-    return PROGRAM.replace("TRAIN_OP", train_op).replace("DECAY", DECAYS[kind])
+def program(harness: ModuleType, train_op: str, kind: str) -> str:
+    hparams = f"learning_rate=0.2, decay={DECAYS[kind]}"
+    return harness.HP_PROGRAM.replace("TRAIN_OP", train_op).replace("HPARAMS", hparams)
 
 
-def test_decay_read_at_run_time_is_expanded_without_a_finding() -> None:
-    result = migrate_source(program(WITH_OPTIMIZE_LOSS, "none"), path="train.py")
+def test_decay_read_at_run_time_is_expanded_without_a_finding(harness: ModuleType) -> None:
+    result = migrate_source(program(harness, WITH_OPTIMIZE_LOSS, "none"), path="train.py")
     assert result.status is not Status.FAILED, result.error
     assert result.findings == []
     assert result.new_text is not None
@@ -151,10 +76,10 @@ def test_the_shim_decays_as_tensorflow_did_without_a_tensor() -> None:
 def test_decay_read_at_run_time_trains_like_the_hand_port(
     harness: ModuleType, tmp_path: Path, kind: str
 ) -> None:
-    migrated = migrate_source(program(WITH_OPTIMIZE_LOSS, kind), path="train.py")
+    migrated = migrate_source(program(harness, WITH_OPTIMIZE_LOSS, kind), path="train.py")
     assert migrated.new_text is not None
     runs = harness.run_programs(
-        {"migrated": migrated.new_text, "by_hand": program(BY_HAND[kind], kind)}, tmp_path
+        {"migrated": migrated.new_text, "by_hand": program(harness, BY_HAND[kind], kind)}, tmp_path
     )
     assert runs["migrated"].metrics == runs["by_hand"].metrics
     assert runs["migrated"].metrics["global_step"] == 60
