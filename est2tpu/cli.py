@@ -15,7 +15,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from est2tpu import __version__, api, report, textio
@@ -699,9 +698,9 @@ class _ProgressBar:
     rewriting), shown only for runs long enough to need one."""
 
     def __init__(self, err: Console) -> None:
-        columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn())
-        self.bar = Progress(*columns, console=err, transient=True)
-        self.task = self.bar.add_task("", total=None)
+        self.err = err
+        self.bar: Any = None  # a rich Progress, built when first shown
+        self.task: Any = None
         self.started = False
         self.wanted: bool | None = None  # decided by the number of files found
 
@@ -711,6 +710,13 @@ class _ProgressBar:
             self.wanted = total > PROGRESS_MIN_FILES
         if not self.wanted:
             return
+        if self.bar is None:
+            # Imported here: a run that shows no bar (not a terminal) never loads it.
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn())
+            self.bar = Progress(*columns, console=self.err, transient=True)
+            self.task = self.bar.add_task("", total=None)
         if not self.started:
             self.bar.start()
             self.started = True
