@@ -13,7 +13,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.matchers import _visitors as _matcher_visitors
 
 from est2tpu import inert
-from est2tpu.cstutil import child_fields
+from est2tpu.cstutil import IS_NODE, child_fields
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex
 from est2tpu.names import ImportTable
@@ -472,11 +472,11 @@ def _walk_final(node: cst.CSTNode, rule: Rule, hooked: frozenset[str]) -> None:
     if not hook or rule.on_visit(node):
         for name in fields:
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
+            if IS_NODE[type(value)]:
                 _walk_final(value, rule, hooked)
             elif isinstance(value, (tuple, list)):
                 for item in value:
-                    if isinstance(item, cst.CSTNode):
+                    if IS_NODE[type(item)]:
                         _walk_final(item, rule, hooked)
     if hook:
         rule.on_leave(node, node)

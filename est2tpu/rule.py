@@ -13,7 +13,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from est2tpu import catalogue
-from est2tpu.cstutil import is_multiline, starts, walk
+from est2tpu.cstutil import IS_STATEMENT, is_multiline, starts, walk
 from est2tpu.ftypes import Edit, Finding, Position, Safety, Target
 from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex
 from est2tpu.names import ImportTable, attr_chain
@@ -199,7 +199,7 @@ class Rule(cst.CSTTransformer):
 
         class Mark(cst.CSTVisitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
-                if isinstance(node, cst.BaseStatement):
+                if IS_STATEMENT[type(node)]:
                     stack.append(node)
                 if rule.wanted(node):
                     for statement in reversed(stack):
@@ -209,7 +209,7 @@ class Rule(cst.CSTTransformer):
                 return True
 
             def on_leave(self, original_node: cst.CSTNode) -> None:
-                if isinstance(original_node, cst.BaseStatement):
+                if IS_STATEMENT[type(original_node)]:
                     stack.pop()
 
         walk(module, Mark())
@@ -249,7 +249,7 @@ class Rule(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if (
             self._keep is not None
-            and isinstance(node, cst.BaseStatement)
+            and IS_STATEMENT[type(node)]
             and id(node) not in self._keep
         ):
             self._skipped.add(id(node))
