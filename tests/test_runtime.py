@@ -195,7 +195,7 @@ _TF_PROBE = textwrap.dedent(
 def tf_report() -> dict[str, Any]:
     harness = _harness()
     check_lazy = "import sys, est2tpu.runtime; assert 'tensorflow' not in sys.modules\n"
-    proc = harness.run_tf_code(check_lazy + _TF_PROBE)
+    proc = harness.run_tf_code(check_lazy + _TF_PROBE, fork=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("REPORT"))
     report: dict[str, Any] = json.loads(line[len("REPORT") :])

@@ -4,6 +4,9 @@ The main test suite runs without TensorFlow.  Programs that train run in the
 interpreter named by ``EST2TPU_TF215_PYTHON`` (``.venv-tf215/bin/python``, built
 by ``scripts/tf215-env.sh``).  Without it the TF tests are skipped, unless
 ``EST2TPU_REQUIRE_TF=1``, which turns the skip into a failure (CI sets it).
+A program runs as a fork of a server that has imported TensorFlow once per test
+process (``forkserver.py``: the suite no longer imports TensorFlow two hundred
+times); one that tests what importing does asks for an interpreter of its own.
 
 Every project under ``fixtures/projects/`` takes ``--model_dir DIR`` and
 ``--results FILE`` and writes a JSON file: ``{"metrics": {...evaluate()...},
@@ -30,6 +33,7 @@ Determinism, established on TF 2.15.1 / Keras 2.15 (CPU):
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -38,6 +42,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -120,6 +125,22 @@ class RunResult:
         return list(self.results["predictions"])
 
 
+def _load_forkserver() -> ModuleType:
+    name = "est2tpu_e2e_forkserver"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("forkserver.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+forkserver = _load_forkserver()
+
+
 def tf_python() -> str:
     """Return the TF 2.15 interpreter, or skip (fail under ``EST2TPU_REQUIRE_TF=1``)."""
     python = os.environ.get(TF_PYTHON_ENV, "")
@@ -160,17 +181,18 @@ def run_tf_code(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    fork: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` (``python -c code *args``) with the TF 2.15 interpreter, or ``python``;
-    never raises on failure."""
-    return subprocess.run(
-        [python or tf_python(), "-c", code, *args],
+    never raises on failure. `fork=False` for code that tests what importing does: it gets
+    an interpreter of its own, not a fork of one that imported TensorFlow (`forkserver`)."""
+    return forkserver.run(
+        python or tf_python(),
+        ["-c", code, *args],
         cwd=cwd or REPO_ROOT,
         env=tf_env(env),
-        capture_output=True,
-        text=True,
         timeout=timeout,
-        check=False,
+        fork=fork,
     )
 
 
@@ -217,14 +239,8 @@ def run_project(
     interpreter = python or tf_python()
     argv = [interpreter, *entry, "--model_dir", str(model_dir), "--results", str(results_file)]
     start = time.monotonic()
-    proc = subprocess.run(
-        [*argv, *args],
-        cwd=project_dir,
-        env=tf_env(env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+    proc = forkserver.run(
+        interpreter, [*argv[1:], *args], cwd=project_dir, env=tf_env(env), timeout=timeout
     )
     seconds = time.monotonic() - start
     if proc.returncode != 0 or not results_file.is_file():
@@ -411,13 +427,12 @@ def run_program(
     """Run ``program MODEL_DIR RESULTS`` (both under ``work``) with ``python``, which must
     succeed: the results JSON it wrote, and its stderr."""
     results = work / "results.json"
-    proc = subprocess.run(
-        [python, str(program), str(work / "model"), str(results)],
+    proc = forkserver.run(
+        python,
+        [str(program), str(work / "model"), str(results)],
+        cwd=Path.cwd(),
         env=tf_env(),
-        capture_output=True,
-        text=True,
         timeout=timeout,
-        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report: dict[str, Any] = json.loads(results.read_text())
