@@ -254,14 +254,18 @@ class Rule(cst.CSTTransformer):
         ):
             self._skipped.add(id(node))
             return False
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self.scope.append(node.name.value)
-        elif isinstance(node, cst.Call):
+        # Exact types, not `isinstance` (an ABCMeta call on every LibCST class; parsed trees
+        # hold LibCST's own classes only): this runs at every node of every rule's pass.
+        cls = type(node)
+        if cls is cst.FunctionDef or cls is cst.ClassDef:
+            self.scope.append(cast("cst.FunctionDef | cst.ClassDef", node).name.value)
+        elif cls is cst.Call:
+            call = cast("cst.Call", node)
             if self.KEYED:
-                kind = call_kind(self.state.imports, node.func)
+                kind = call_kind(self.state.imports, call.func)
                 if kind is not None:
                     self._node_keys[id(node)] = self._keys.next(self.here, kind)
-            self.calls.append(node)
+            self.calls.append(call)
         visit = self._dispatch(node)[0]
         return visit is None or visit(self, node) is not False
 
@@ -280,9 +284,10 @@ class Rule(cst.CSTTransformer):
                 leave(self, original_node, updated_node),
             )
         )
-        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+        cls = type(original_node)
+        if cls is cst.FunctionDef or cls is cst.ClassDef:
             self.scope.pop()
-        elif isinstance(original_node, cst.Call):
+        elif cls is cst.Call:
             self.calls.pop()
         return result
 
