@@ -8,18 +8,20 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 
 from est2tpu import __version__
 from est2tpu.ftypes import Edit, FileResult, Finding, RuleInfo, Status
 from est2tpu.notebook import cell_of
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = [
     "FORMATS",
@@ -124,6 +126,8 @@ class Summary:
 
 def summary_table(summary: Summary, *, dry_run: bool) -> Table:
     """The end-of-run table; ``dry_run`` says "would change" instead of "changed"."""
+    from rich.table import Table  # here: `check --quiet` (a pre-commit hook) prints none
+
     table = Table(title="est2tpu summary", show_header=False, title_justify="left")
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -145,6 +149,8 @@ RULES_TABLE_WIDE = 110
 def rules_table(rules: Iterable[RuleInfo], width: int | None = None) -> Table:
     """Every rule: ID, name, safety, targets, summary; narrower than RULES_TABLE_WIDE
     columns, two columns: the ID, and the rest as one block per rule."""
+    from rich.table import Table
+
     table = Table(title="est2tpu rules", title_justify="left")
     table.add_column("ID", no_wrap=True)
     if width is not None and width < RULES_TABLE_WIDE:
@@ -444,6 +450,8 @@ def sarif_report(results: Sequence[FileResult], rules: Sequence[RuleInfo]) -> st
 def junit_report(results: Sequence[FileResult]) -> str:
     """JUnit XML: one testcase per file; a failure for each finding and for a rewrite still
     to make; an error for a file that could not be processed; skipped files marked so."""
+    import xml.etree.ElementTree as ET
+
     suite = ET.Element("testsuite", name="est2tpu")
     counts = Counter[str]()
     for result in results:

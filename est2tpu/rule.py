@@ -247,11 +247,7 @@ class Rule(cst.CSTTransformer):
     # -- scope tracking (the dotted def path the index uses) ---------------------------
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if (
-            self._keep is not None
-            and IS_STATEMENT[type(node)]
-            and id(node) not in self._keep
-        ):
+        if self._keep is not None and IS_STATEMENT[type(node)] and id(node) not in self._keep:
             self._skipped.add(id(node))
             return False
         # Exact types, not `isinstance` (an ABCMeta call on every LibCST class; parsed trees

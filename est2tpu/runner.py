@@ -8,7 +8,6 @@ file has to be parsed) receives a `RunState` from it and never reaches back into
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import os
 import signal
 import sys
@@ -168,7 +167,11 @@ def pmap(
     the others idle; the results still come back in the order of `items`.
     """
     global _FORKED, _ITEMS
-    if jobs <= 1 or len(items) < min_tasks or "fork" not in mp.get_all_start_methods():
+    if jobs <= 1 or len(items) < min_tasks:
+        return _sequential(fn, state, items, on_done)
+    import multiprocessing as mp  # here: a warm run forks nothing
+
+    if "fork" not in mp.get_all_start_methods():
         return _sequential(fn, state, items, on_done)
     n = min(jobs, len(items))
     _FORKED, _ITEMS = (fn, state), items
@@ -185,6 +188,8 @@ def pmap(
 def _pool(n: int) -> Any:
     # A stop signal that lands while the pool is being built would leave it half-built
     # and never terminated (the run then hangs at exit): hold them until it is whole.
+    import multiprocessing as mp
+
     held = {signal.SIGINT, signal.SIGTERM}
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
