@@ -68,7 +68,8 @@ def tool_fingerprint() -> str:
 def _libcst_version() -> str:
     """LibCST's version without importing it (a warm run never needs the parser): its
     generated `_version.py`, read beside the package; `importlib.metadata` (which searches
-    every distribution on sys.path, a tenth of a warm run) only where that file is missing."""
+    every distribution on sys.path: 10-25 ms of a 0.3 s warm run) only where that file is
+    missing."""
     import importlib.util
 
     spec = importlib.util.find_spec("libcst")

@@ -25,6 +25,7 @@ from libcst._nodes.internal import CodegenState
 # (`visit_<Type>_<field>`) are not called: no visitor here defines one.
 
 _CHILD_FIELD = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
 class SubclassTest(dict[type, bool]):
@@ -32,7 +33,7 @@ class SubclassTest(dict[type, bool]):
 
     LibCST's node bases are abstract classes: `isinstance` against one goes through
     `ABCMeta.__instancecheck__`, a Python-level call. The walks and the rules' per-node
-    hooks made 12 million of them on the fixture projects, a tenth of the engine's time.
+    hooks made 12 million of them on the fixture projects (13.25 -> 12.4-12.8 s of CPU).
     """
 
     def __init__(self, base: type) -> None:
@@ -46,7 +47,6 @@ class SubclassTest(dict[type, bool]):
 
 IS_NODE = SubclassTest(cst.CSTNode)
 IS_STATEMENT = SubclassTest(cst.BaseStatement)
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
 def child_fields(cls: type) -> tuple[str, ...] | None:
