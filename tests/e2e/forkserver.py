@@ -10,10 +10,11 @@ own working directory, environment, `sys.argv`, `sys.path[0]`, `__main__`, stdou
 (written to files, read back), the exit code of its `sys.exit`, and the atexit handlers run
 before it exits. What differs from a fresh interpreter: `tensorflow` is already in
 `sys.modules` (a program's `import tensorflow` finds it), and environment variables
-TensorFlow reads while it is imported are the server's. So the server is used only where the
-environment's `PYTHONPATH` and `TF_CPP_MIN_LOG_LEVEL` are the ones it started with, and never
-for a program that tests what importing does (`run(..., fork=False)`): those start their own
-interpreter, as before.
+TensorFlow or the interpreter reads at start are the server's. So the server is used only
+where those (`IMPORT_TIME_ENV`: `PYTHONPATH`, `TF_CPP_MIN_LOG_LEVEL`, `CUDA_VISIBLE_DEVICES`,
+`PYTHONHASHSEED`) are the ones it started with, and never for a program that tests what
+importing does (`run(..., fork=False)`): those start their own interpreter, as before. A
+server ends when its test process does (its requests pipe closes).
 
 Forking right after the import is safe: TensorFlow starts no runtime when it is imported (no
 session, no eager context, no thread pool: those come with the first op, in the child). The
@@ -172,15 +173,6 @@ class Server:
                 raise subprocess.TimeoutExpired(argv, timeout, stdout, stderr)
             return subprocess.CompletedProcess(argv, int(status), stdout, stderr)
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
 
 # What TensorFlow (or the import system) takes from the environment when it is imported.
 IMPORT_TIME_ENV = ("PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES", "PYTHONHASHSEED")
@@ -226,9 +218,3 @@ def run(
         timeout=timeout,
         check=False,
     )
-
-
-def close_all() -> None:
-    for server in _SERVERS.values():
-        server.close()
-    _SERVERS.clear()
