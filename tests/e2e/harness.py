@@ -265,21 +265,18 @@ def run_programs(programs: dict[str, str], tmp: Path) -> dict[str, RunResult]:
     return runs
 
 
-# A one-file regression program whose model_fn reads its hyperparameters from
-# `params["hp"]` (an argparse.Namespace with `units=8` and what a test writes in place of
-# `HPARAMS`) and whose train op a test writes in place of the `TRAIN_OP` line; its results
-# hold the summary tags the run wrote. An optimize_loss option whose value is read when the
-# model_fn runs (`clip_gradients=hp.clip_norm`, `learning_rate_decay_fn=hp.decay`) is proven
-# on it against an expert's hand port.
-HP_PROGRAM = """\
+# The pieces the one-file regression programs below (and tests' own) are made of: their
+# imports, a seeded 3-feature linear problem (256 training rows, 64 evaluation rows), and
+# input functions over it in batches of 32.
+REGRESSION_IMPORTS = """\
 import argparse
-import glob
 import json
-import os
 
 import numpy as np
 import tensorflow as tf
 
+"""
+REGRESSION_DATA = """\
 SEED = 7
 
 
@@ -294,6 +291,8 @@ TRAIN_X, TRAIN_Y = make_data(256, SEED)
 EVAL_X, EVAL_Y = make_data(64, SEED + 1)
 
 
+"""
+REGRESSION_INPUTS = """\
 def train_input_fn():
     data = tf.data.Dataset.from_tensor_slices(({"x": TRAIN_X}, TRAIN_Y))
     return data.shuffle(256, seed=SEED).repeat().batch(32)
@@ -303,6 +302,29 @@ def eval_input_fn():
     return tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y)).batch(32)
 
 
+"""
+
+
+# A one-file regression program whose model_fn reads its hyperparameters from
+# `params["hp"]` (an argparse.Namespace with `units=8` and what a test writes in place of
+# `HPARAMS`) and whose train op a test writes in place of the `TRAIN_OP` line; its results
+# hold the summary tags the run wrote. An optimize_loss option whose value is read when the
+# model_fn runs (`clip_gradients=hp.clip_norm`, `learning_rate_decay_fn=hp.decay`) is proven
+# on it against an expert's hand port.
+HP_PROGRAM = (
+    """\
+import argparse
+import glob
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+"""
+    + REGRESSION_DATA
+    + REGRESSION_INPUTS
+    + """\
 def model_fn(features, labels, mode, params):
     hp = params["hp"]
     hidden = tf.compat.v1.layers.dense(features["x"], hp.units, activation=tf.nn.relu)
@@ -346,41 +368,17 @@ def main():
 if __name__ == "__main__":
     main()
 """
+)
 
 
 # A one-file regression program whose train op a test writes in place of the `TRAIN_OP` line
 # (and, in place of `HIDDEN_EXTRA`, more layers after the hidden one): the optimizer
 # rewrites (TPU004) are proven on it against an expert's hand port.
-TRAIN_OP_PROGRAM = """\
-import argparse
-import json
-
-import numpy as np
-import tensorflow as tf
-
-SEED = 7
-
-
-def make_data(n, seed):
-    rng = np.random.RandomState(seed)
-    x = rng.normal(size=(n, 3)).astype(np.float32)
-    y = (x @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
-    return x, y
-
-
-TRAIN_X, TRAIN_Y = make_data(256, SEED)
-EVAL_X, EVAL_Y = make_data(64, SEED + 1)
-
-
-def train_input_fn():
-    data = tf.data.Dataset.from_tensor_slices(({"x": TRAIN_X}, TRAIN_Y))
-    return data.shuffle(256, seed=SEED).repeat().batch(32)
-
-
-def eval_input_fn():
-    return tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y)).batch(32)
-
-
+TRAIN_OP_PROGRAM = (
+    REGRESSION_IMPORTS
+    + REGRESSION_DATA
+    + REGRESSION_INPUTS
+    + """\
 def model_fn(features, labels, mode, params):
     hidden = tf.compat.v1.layers.dense(features["x"], 8, activation=tf.nn.relu)
 HIDDEN_EXTRA
@@ -414,6 +412,7 @@ def main():
 if __name__ == "__main__":
     main()
 """
+)
 
 
 def train_op_program(train_op: str, hidden_extra: str = "") -> str:

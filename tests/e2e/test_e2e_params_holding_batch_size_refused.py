@@ -17,28 +17,12 @@ from types import ModuleType
 import pytest
 
 from est2tpu.api import migrate_source
+from tests.e2e.harness import REGRESSION_DATA, REGRESSION_IMPORTS
 
-PROGRAM = """\
-import argparse
-import json
-
-import numpy as np
-import tensorflow as tf
-
-SEED = 7
-
-
-def make_data(n, seed):
-    rng = np.random.RandomState(seed)
-    x = rng.normal(size=(n, 3)).astype(np.float32)
-    y = (x @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
-    return x, y
-
-
-TRAIN_X, TRAIN_Y = make_data(256, SEED)
-EVAL_X, EVAL_Y = make_data(64, SEED + 1)
-
-
+PROGRAM = (
+    REGRESSION_IMPORTS
+    + REGRESSION_DATA
+    + """\
 def batches(params, x, y, training):
     dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
     if training:
@@ -78,6 +62,7 @@ def main():
 if __name__ == "__main__":
     main()
 """
+)
 
 
 def test_the_estimator_is_refused_at_its_constructor() -> None:
