@@ -7,7 +7,9 @@ import bindings resolves every spelling we care about at a fraction of the cost.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ast
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import libcst as cst
 
@@ -48,6 +50,18 @@ def dotted(node: cst.BaseExpression) -> str | None:
     if not isinstance(node, cst.Name):
         return None
     parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def ast_dotted(node: ast.expr) -> str | None:
+    """`dotted` of Python's tree: `a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
     return ".".join(reversed(parts))
 
 
@@ -103,52 +117,38 @@ class ImportTable:
         bindings: dict[str, str],
         forms: dict[str, ImportForm] | None = None,
         ambiguous: dict[str, tuple[str, ...]] | None = None,
-        conflicts: dict[str, cst.CSTNode] | None = None,
+        conflicts: dict[str, Any] | None = None,
     ) -> None:
         self.bindings = bindings
         self._forms = forms or {}
         #: Names bound to imports that mean different things, with every target.
         self.ambiguous = ambiguous or {}
-        #: For each ambiguous name, the import that bound it to a second meaning.
+        #: For each ambiguous name, the import that bound it to a second meaning (a LibCST
+        #: node, or an `ast` one for a table `from_ast`).
         self.conflicts = {n: node for n, node in (conflicts or {}).items() if n in self.ambiguous}
 
     @classmethod
     def from_module(cls, module: cst.Module) -> ImportTable:
+        return cls._from_entries(_cst_entries(module))
+
+    @classmethod
+    def from_ast(cls, tree: ast.Module) -> ImportTable:
+        """The same table from Python's own tree of the same text (`conflicts` then holds
+        `ast` import statements): for a file no rule rewrites, read without LibCST."""
+        return cls._from_entries(_ast_entries(tree))
+
+    @classmethod
+    def _from_entries(cls, entries: Iterable[_Entry]) -> ImportTable:
         targets: dict[str, list[str]] = {}
         forms: dict[str, ImportForm] = {}
-        conflicts: dict[str, cst.CSTNode] = {}
-
-        def bind(name: str, target: str, form: ImportForm, where: cst.CSTNode) -> None:
+        conflicts: dict[str, Any] = {}
+        for name, target, form, where in entries:
             seen = targets.setdefault(name, [])
             if target not in seen:
                 if seen and _meaning(target) != _meaning(seen[0]):
                     conflicts.setdefault(name, where)
                 seen.append(target)
             forms.setdefault(name, form)
-
-        for node in _imports(module):
-            if isinstance(node, cst.Import):
-                for alias in node.names:
-                    full = _module_name(alias.name)
-                    if alias.asname is not None:
-                        as_name = alias.asname.name
-                        if isinstance(as_name, cst.Name):
-                            bind(as_name.value, full, (full, None, as_name.value), node)
-                    else:
-                        top = full.split(".")[0]
-                        bind(top, top, (full, None, None), node)
-            else:
-                if node.relative or node.module is None:
-                    continue
-                base = _module_name(node.module)
-                if isinstance(node.names, cst.ImportStar):
-                    continue
-                for alias in node.names:
-                    name = _module_name(alias.name)
-                    bound, asname = name, None
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        bound = asname = alias.asname.name.value
-                    bind(bound, f"{base}.{name}", (base, name, asname), node)
         bindings = {name: _resolve(seen) for name, seen in targets.items()}
         ambiguous = {
             name: tuple(seen) for name, seen in targets.items() if bindings[name] == _AMBIGUOUS
@@ -174,8 +174,10 @@ class ImportTable:
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """The fully qualified name an expression refers to through imports, or None."""
         name = dotted(node)
-        if name is None:
-            return None
+        return None if name is None else self.qualify_dotted(name)
+
+    def qualify_dotted(self, name: str) -> str | None:
+        """`qualify` of the dotted name `a.b.c`."""
         head, _, rest = name.partition(".")
         target = self.bindings.get(head)
         if target is None or target == _AMBIGUOUS:
@@ -261,6 +263,88 @@ def _imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     return iter(collector.found)
 
 
+# What one import binds: (name, target, form, the import statement), in the module's order.
+_Entry = tuple[str, str, ImportForm, Any]
+
+
+def _cst_entries(module: cst.Module) -> Iterator[_Entry]:
+    for node in _imports(module):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None:
+                    as_name = alias.asname.name
+                    if isinstance(as_name, cst.Name):
+                        yield as_name.value, full, (full, None, as_name.value), node
+                else:
+                    top = full.split(".")[0]
+                    yield top, top, (full, None, None), node
+        else:
+            if node.relative or node.module is None:
+                continue
+            base = _module_name(node.module)
+            if isinstance(node.names, cst.ImportStar):
+                continue
+            for alias in node.names:
+                name = _module_name(alias.name)
+                bound, asname = name, None
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    bound = asname = alias.asname.name.value
+                yield bound, f"{base}.{name}", (base, name, asname), node
+
+
+def _ast_entries(tree: ast.Module) -> Iterator[_Entry]:
+    """`_cst_entries` from Python's tree: its import statements in the text's order."""
+    for node in ast_imports(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname is not None:
+                    yield alias.asname, alias.name, (alias.name, None, alias.asname), node
+                else:
+                    top = alias.name.split(".")[0]
+                    yield top, top, (alias.name, None, None), node
+        elif node.level == 0 and node.module is not None:
+            for alias in node.names:
+                if alias.name == "*":
+                    break
+                bound = alias.asname or alias.name
+                form = (node.module, alias.name, alias.asname)
+                yield bound, f"{node.module}.{alias.name}", form, node
+
+
+def ast_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of Python's tree, in the text's order (statements only:
+    nothing inside an expression can import)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    stack: list[list[ast.stmt]] = [tree.body]
+    while stack:
+        for stmt in stack.pop():
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                found.append(stmt)
+            else:
+                for name in _BODIES:
+                    block = getattr(stmt, name, None)
+                    if block:
+                        stack.append(block)
+                for handler in getattr(stmt, "handlers", ()):
+                    stack.append(handler.body)
+                for case in getattr(stmt, "cases", ()):
+                    stack.append(case.body)
+    found.sort(key=lambda node: (node.lineno, node.col_offset))
+    return found
+
+
+_BODIES = ("body", "orelse", "finalbody")
+
+
+def in_fstrings(tree: ast.AST) -> set[int]:
+    """The ids of every node of Python's tree inside an f-string: Python 3.11 places
+    them unreliably (a scan that would report one leaves the file to LibCST)."""
+    return {
+        id(sub) for node in ast.walk(tree) if type(node) is ast.JoinedStr for sub in ast.walk(node)
+    }
+
+
 class StatementWalker(cst.CSTVisitor):
     """A visitor that never enters an `if` test: for walks that only want statements."""
 
@@ -338,7 +422,11 @@ def estimator_name(imports: ImportTable, node: cst.BaseExpression) -> str | None
     """The canonical name of an Estimator API, public or reached through tensorflow_estimator's
     private modules (`tensorflow_estimator.python.estimator.model_fn.EstimatorSpec` is
     `estimator.EstimatorSpec`), or None."""
-    qualified = imports.qualify(node)
+    return estimator_name_of(imports.qualify(node))
+
+
+def estimator_name_of(qualified: str | None) -> str | None:
+    """`estimator_name` of a qualified name."""
     if qualified is None:
         return None
     if qualified.startswith(_PRIVATE_ESTIMATOR):

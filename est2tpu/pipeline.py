@@ -7,6 +7,7 @@ the run's state (`runner.RunState`) and never imports the API.
 
 from __future__ import annotations
 
+import ast
 import collections
 import functools
 import importlib.util
@@ -14,20 +15,29 @@ import re
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path, PurePath
+from typing import Any
 
 import libcst as cst
 
 from est2tpu import inert, suppressions
 from est2tpu.cache import store_result
 from est2tpu.cstutil import starts
-from est2tpu.engine import is_selected, parse, select_rules, too_deep, transform, verify
+from est2tpu.engine import (
+    is_selected,
+    parse,
+    python_tree,
+    select_rules,
+    too_deep,
+    transform,
+    verify,
+)
 from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
 from est2tpu.indexer import Indexer, nearest_claim
 from est2tpu.names import ImportTable, canonical_tf, spelled_in_code
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
-from est2tpu.runner import Candidate, ProgressFn, RunState, fail, guarded, root_for
+from est2tpu.runner import Candidate, ProgressFn, RunState, Settings, fail, guarded, root_for
 from est2tpu.scan import may_match, module_names
 from est2tpu.tfapi import USE_NAMES
 
@@ -258,7 +268,10 @@ def finish_one(state: RunState, cid: int) -> tuple[int, dict[str, object]]:
         split = state.splits.get(cid)
         if module is None:
             rules = select_rules(settings.target, settings.select, ignores)
-            if _inert(cand, rules, index, settings.target, settings.use_runtime):
+            applying = _applying(cand, rules, index, settings.target, settings.use_runtime)
+            if applying is not None and (
+                not applying or _scanned(result, cand, rules, applying, index, settings, ignores)
+            ):
                 parsing = False
                 return
             module, split = _parse_candidate(state, cid)
@@ -285,45 +298,102 @@ def finish_one(state: RunState, cid: int) -> tuple[int, dict[str, object]]:
 _SUPPRESSION_HINT = re.compile(r"est2tpu", re.IGNORECASE)
 
 
-def _inert(
+def _applying(
     cand: Candidate,
     rules: Sequence[type[Rule]],
     index: ProjectIndex,
     target: Target,
     use_runtime: bool,
-) -> bool:
-    """True when migrating the file cannot change or report anything, without parsing it.
-
-    Every selected rule's `applies` says no, asked with an import table that can only
-    over-approximate the real one; no suppression comment; and Python compiles the file
-    (so a file LibCST would reject is still parsed and reported as before). A file whose
-    last line has no newline is parsed too (LibCST may not give such a line back).
+) -> list[type[Rule]] | None:
+    """The selected rules whose `applies` says yes, asked without parsing the file with an
+    import table that can only over-approximate the real one: none when migrating the file
+    cannot change or report anything. None when that cannot be told without LibCST: a
+    notebook, imports the scan cannot read, a suppression comment, a last line without a
+    newline (LibCST may not give it back), a rule that cannot answer here, or no rule
+    applying to text Python does not compile (LibCST reports that as before).
     """
     text = cand.source
     imports = cand.import_scan()
     if cand.notebook is not None or imports is None:
-        return False
+        return None
     if text and not text.endswith("\n"):
-        return False
+        return None
     if _SUPPRESSION_HINT.search(text):
-        return False
+        return None
     state = FileState(
         str(cand.result.path), index, target, _Superset(imports), text, use_runtime=use_runtime
     )
     try:
-        if any(rule.applies(state) for rule in rules):
-            return False
+        applying = [rule for rule in rules if rule.applies(state)]
     except Exception:  # noqa: BLE001 - a rule that cannot answer here is simply run
-        return False
-    if _compiled_by_import(cand.result.path):
-        return True
+        return None
+    if applying or _compiled_by_import(cand.result.path):
+        return applying
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(text, str(cand.result.path), "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    return []
+
+
+def _scanned(
+    result: FileResult,
+    cand: Candidate,
+    rules: Sequence[type[Rule]],
+    applying: Sequence[type[Rule]],
+    index: ProjectIndex,
+    settings: Settings,
+    ignores: Collection[str],
+) -> bool:
+    """Report a file where only FINAL rules apply from Python's own tree (`Rule.scan`),
+    without LibCST: what `_run` would report, the text unchanged. False when a rule
+    cannot tell there, or the text is one whose LibCST positions or failure Python's
+    tree does not show (`python_tree`): the file is then parsed as before.
+    """
+    if not all(rule.FINAL for rule in applying):
         return False
+    text = cand.source
+    tree = python_tree(text)
+    if tree is None:
+        return False
+    path = str(result.path)
+    table = ImportTable.from_ast(tree)
+    state = FileState(path, index, settings.target, table, text, use_runtime=settings.use_runtime)
+    columns = _Columns(text)
+    for rule in rules:
+        if not rule.FINAL or not rule.applies(state):
+            continue  # as `engine._transform` asks the FINAL rules, with the real table
+        reported = rule.scan(tree, state)
+        if reported is None:
+            return False
+        explained = {f.position.line for f in state.findings}
+        for node, message in reported:
+            line, column = columns.start(node)
+            if line not in explained:
+                state.findings.add(Finding(rule.ID, message, Position(line, column + 1), path))
+    ambiguous = functools.partial(_ambiguous_imports, tree, columns.starts, path)
+    _report(result, state.findings, rules, settings.select, ignores, text, ambiguous)
     return True
+
+
+class _Columns:
+    """Where an `ast` node starts as LibCST counts it: (line from 1, column from 0 in
+    characters; Python's tree counts the column in UTF-8 bytes)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+
+    def start(self, node: ast.AST) -> tuple[int, int]:
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        text = self.lines[line - 1]
+        if not text.isascii():
+            column = len(text.encode("utf-8")[:column].decode("utf-8", "replace"))
+        return line, column
+
+    def starts(self, nodes: list[ast.AST]) -> dict[int, tuple[int, int]]:
+        return {id(node): self.start(node) for node in nodes}
 
 
 def _compiled_by_import(path: Path) -> bool:
@@ -572,6 +642,25 @@ def _run(
             verify(new_text, path)
         result.status = Status.CHANGED
     result.new_text = new_text
+    ambiguous = functools.partial(
+        _ambiguous_imports, module, functools.partial(starts, module), path
+    )
+    _report(result, state.findings, rules, select, ignore, source, ambiguous)
+    result.edits = state.edits
+
+
+def _report(
+    result: FileResult,
+    found: Collection[Finding],
+    rules: Sequence[type[Rule]],
+    select: Collection[str] | None,
+    ignore: Collection[str],
+    source: str,
+    ambiguous: Callable[[], list[Finding]],
+) -> None:
+    """The file's findings: the rules', the ambiguous imports' (`_ambiguous_imports`),
+    suppression comments honoured."""
+    path = str(result.path)
     ran = [cls.ID for cls in rules]
 
     def enabled(rule_id: str) -> bool:
@@ -579,28 +668,35 @@ def _run(
             return is_selected(rule_id, select, ignore)
         return any(r.startswith(rule_id) for r in ran)
 
-    found = set(state.findings)
+    everything = set(found)
     if enabled(AMBIGUOUS_IMPORT_ID) and ran:
-        found.update(_ambiguous_imports(module, path))
+        everything.update(ambiguous())
     # The engine reports everything; suppression comments are honoured here.
-    findings = suppressions.apply(found, suppressions.find(source), enabled=enabled, path=path)
+    findings = suppressions.apply(everything, suppressions.find(source), enabled=enabled, path=path)
     # The message breaks ties: a set's order changes with each process's string hashing.
     result.findings = sorted(findings, key=lambda f: (f.position, f.rule_id, f.message))
-    result.edits = state.edits
 
 
 #: The engine-level ID of a name that imports bind to TensorFlow and to something else.
 AMBIGUOUS_IMPORT_ID = "E2T003"
 
 
-def _ambiguous_imports(module: cst.Module, path: str) -> list[Finding]:
+def _ambiguous_imports(
+    tree: cst.Module | ast.Module,
+    starts: Callable[[list[Any]], dict[int, tuple[int, int]]],
+    path: str,
+) -> list[Finding]:
     """A finding at the import that made a TensorFlow name ambiguous: every use of the name
-    is left unresolved, so an Estimator API behind it would be neither migrated nor reported."""
-    table = ImportTable.from_module(module)
+    is left unresolved, so an Estimator API behind it would be neither migrated nor reported.
+    `tree` is LibCST's or Python's; `starts` places its nodes (`cstutil.starts`)."""
+    if isinstance(tree, ast.Module):
+        table = ImportTable.from_ast(tree)
+    else:
+        table = ImportTable.from_module(tree)
     ambiguous = table.ambiguous_tensorflow()
     if not ambiguous:
         return []
-    where = starts(module, [table.conflicts[name] for name in ambiguous])
+    where = starts([table.conflicts[name] for name in ambiguous])
     out = []
     for name, targets in ambiguous.items():
         line, column = where.get(id(table.conflicts[name]), (1, 0))

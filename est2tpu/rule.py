@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from collections.abc import Callable
@@ -369,6 +370,16 @@ class Rule(cst.CSTTransformer):
         Rules that cannot are not run, which keeps big repositories fast.
         """
         return True
+
+    @classmethod
+    def scan(cls, tree: ast.Module, state: FileState) -> list[tuple[ast.AST, str]] | None:
+        """A FINAL rule's findings from Python's own tree of the file, as (node, message)
+        in any order, for a file where no other rule applies: the pipeline then never
+        parses it with LibCST (`pipeline._scanned`). They must be exactly what its walk of
+        LibCST's tree of the same text reports (`tests/test_final_scan.py` holds them to it).
+        None: this rule cannot tell without LibCST's tree, here or ever (the default).
+        """
+        return None
 
     # -- building references ------------------------------------------------------------
 

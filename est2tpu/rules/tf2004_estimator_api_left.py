@@ -9,9 +9,18 @@ module and each `tf.estimator...` use, unless another rule already explained tha
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from est2tpu.names import ESTIMATOR_ONLY_MODULES, dotted, in_estimator_only_module
+from est2tpu.names import (
+    ESTIMATOR_ONLY_MODULES,
+    ast_dotted,
+    ast_imports,
+    dotted,
+    in_estimator_only_module,
+    in_fstrings,
+)
 from est2tpu.rule import FileState, Rule
 
 _FACADE = (
@@ -68,12 +77,7 @@ class EstimatorApiLeft(Rule):
         return False
 
     def _import(self, node: cst.CSTNode, module: str, bound: str) -> None:
-        self.refuse(
-            node,
-            f"`{module}` does not exist in current TensorFlow ({_module_hint(module)}) and "
-            f"est2tpu could not move what this file uses through `{bound}` to the tf2 facade: "
-            f"port those uses by hand, then delete the import ({_FACADE})",
-        )
+        self.refuse(node, _import_message(module, bound))
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         qualified = self.state.imports.qualify(node)
@@ -87,10 +91,63 @@ class EstimatorApiLeft(Rule):
             self.state.imports.qualify(head)
         ):
             return False  # through an Estimator-only import, reported at the import
-        self.refuse(
-            node,
-            f"{dotted(node) or 'this name'} does not exist in current TensorFlow "
-            f"({_module_hint(qualified or '')}) and has no exact tf2 facade equivalent that "
-            f"est2tpu could prove here: rewrite this use by hand ({_FACADE})",
-        )
+        self.refuse(node, _use_message(dotted(node) or "this name", qualified or ""))
         return False
+
+    @classmethod
+    def scan(cls, tree: ast.Module, state: FileState) -> list[tuple[ast.AST, str]] | None:
+        imports = state.imports
+        found: list[tuple[ast.AST, str]] = []
+        for node in ast_imports(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if in_estimator_only_module(alias.name):
+                        found.append(
+                            (node, _import_message(alias.name, alias.asname or alias.name))
+                        )
+            elif node.level == 0 and node.module is not None:
+                if node.names[0].name == "*":
+                    if in_estimator_only_module(node.module):
+                        found.append((node, _import_message(node.module, "*")))
+                    continue
+                for alias in node.names:
+                    module = f"{node.module}.{alias.name}"
+                    if in_estimator_only_module(module):
+                        found.append((node, _import_message(module, alias.asname or alias.name)))
+        # The walk of LibCST's tree reports an attribute chain at its outermost attribute
+        # and does not enter it: the attributes that are another one's value are not met.
+        attributes = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)]
+        inner = {id(n.value) for n in attributes if type(n.value) is ast.Attribute}
+        in_fstring = None
+        for attribute in attributes:
+            if id(attribute) in inner:
+                continue
+            name = ast_dotted(attribute)
+            qualified = imports.qualify_dotted(name) if name is not None else None
+            if not in_estimator_only_module(qualified):
+                continue
+            assert name is not None and qualified is not None
+            if in_estimator_only_module(imports.qualify_dotted(name.partition(".")[0])):
+                continue  # through an Estimator-only import, reported at the import
+            if in_fstring is None:
+                in_fstring = in_fstrings(tree)
+            if id(attribute) in in_fstring:
+                return None
+            found.append((attribute, _use_message(name, qualified)))
+        return found
+
+
+def _import_message(module: str, bound: str) -> str:
+    return (
+        f"`{module}` does not exist in current TensorFlow ({_module_hint(module)}) and "
+        f"est2tpu could not move what this file uses through `{bound}` to the tf2 facade: "
+        f"port those uses by hand, then delete the import ({_FACADE})"
+    )
+
+
+def _use_message(name: str, qualified: str) -> str:
+    return (
+        f"{name} does not exist in current TensorFlow ({_module_hint(qualified)}) and has "
+        f"no exact tf2 facade equivalent that est2tpu could prove here: rewrite this use by "
+        f"hand ({_FACADE})"
+    )

@@ -8,12 +8,19 @@ that a TPUEstimator program cannot keep, unless another rule already explained t
 
 from __future__ import annotations
 
+import ast
 import os.path
 import re
 
 import libcst as cst
 
-from est2tpu.names import estimator_name, spelled_in_code
+from est2tpu.names import (
+    ast_dotted,
+    estimator_name,
+    estimator_name_of,
+    in_fstrings,
+    spelled_in_code,
+)
 from est2tpu.rule import FileState, Rule
 from est2tpu.tfapi import PREMADE
 
@@ -45,6 +52,10 @@ _SHORT = frozenset(
 )
 
 _TPU_ESTIMATOR = "tf.compat.v1.estimator.tpu.TPUEstimator"
+_EXPORT_SAVEDMODEL = (
+    "export_savedmodel was removed in TensorFlow 2: if this is an Estimator, call "
+    "export_saved_model(export_dir_base, serving_input_receiver_fn) instead"
+)
 # Module-level functions SageMaker's legacy TensorFlow container calls beside `model_fn`.
 _CONTAINER_INPUT_FNS = frozenset({"train_input_fn", "eval_input_fn", "serving_input_fn"})
 _TOP_LEVEL_DEF = re.compile(r"^def\s+(\w+)\s*\(", re.MULTILINE)
@@ -125,6 +136,23 @@ def _message(name: str, subclass: bool) -> str | None:
     return None
 
 
+def _container(state: FileState) -> tuple[tuple[str, ...], bool]:
+    """The SageMaker container's input functions the module defines, and whether its
+    `model_fn` follows that contract (no Estimator of this project uses it).
+
+    From the text: the engine may hand the rules a module whose untouched top-level defs
+    are set aside (est2tpu.inert), and these input functions may be such defs."""
+    defs = set(_TOP_LEVEL_DEF.findall(state.original))
+    key = (state.path, "model_fn")
+    inputs = tuple(sorted(defs & _CONTAINER_INPUT_FNS))
+    return inputs, (
+        "model_fn" in defs
+        and bool(inputs)
+        and key not in state.index.kept_model_fns
+        and all(plan.model_fn != key for plan in state.index.ctors.values())
+    )
+
+
 def _near(path: str, here: str) -> str:
     """`path` as seen from the directory of `here`."""
     return os.path.relpath(path, os.path.dirname(here) or ".")
@@ -155,17 +183,7 @@ class EstimatorApiLeft(Rule):
     container_inputs: tuple[str, ...] = ()
 
     def visit_Module(self, node: cst.Module) -> None:
-        # From the text: the engine may hand the rules a module whose untouched top-level
-        # defs are set aside (est2tpu.inert), and these input functions may be such defs.
-        defs = set(_TOP_LEVEL_DEF.findall(self.state.original))
-        key = (self.state.path, "model_fn")
-        self.container_inputs = tuple(sorted(defs & _CONTAINER_INPUT_FNS))
-        self.container_model_fn = (
-            "model_fn" in defs
-            and bool(self.container_inputs)
-            and key not in self.state.index.kept_model_fns
-            and all(plan.model_fn != key for plan in self.state.index.ctors.values())
-        )
+        self.container_inputs, self.container_model_fn = _container(self.state)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.container_model_fn and not self.scope[:-1] and node.name.value == "model_fn":
@@ -190,11 +208,7 @@ class EstimatorApiLeft(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "export_savedmodel":
-            self.refuse(
-                node,
-                "export_savedmodel was removed in TensorFlow 2: if this is an Estimator, call "
-                "export_saved_model(export_dir_base, serving_input_receiver_fn) instead",
-            )
+            self.refuse(node, _EXPORT_SAVEDMODEL)
             return
         name = estimator_name(self.state.imports, func)
         message = _message(name, subclass=False) if name else None
@@ -221,3 +235,61 @@ class EstimatorApiLeft(Rule):
             message = f"{plan.refusal} (see `est2tpu explain TPU007`)"
         if message:
             self.refuse(node, message)
+
+    @classmethod
+    def scan(cls, tree: ast.Module, state: FileState) -> list[tuple[ast.AST, str]] | None:
+        # Only where the index knows nothing of this file: no model_fn kept here, no
+        # Estimator built here, no SageMaker-contract model_fn (the index's reasons and
+        # the scope those lookups take are LibCST's walk's).
+        index, path = state.index, state.path
+        if any(key[0] == path for key in index.kept_model_fns) or any(
+            key[0] == path for key in index.ctors
+        ):
+            return None
+        if _container(state)[1]:
+            return None
+        found: list[tuple[ast.AST, str]] = []
+        in_fstring: set[int] | None = None
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind is ast.ClassDef:
+                for base in node.bases:  # type: ignore[attr-defined]
+                    name = _ast_estimator_name(state, base)
+                    message = _message(name, subclass=True) if name else None
+                    if message:
+                        at = _class_name(state.original, node)  # type: ignore[arg-type]
+                        if at is None:
+                            return None
+                        found.append((at, message))
+            elif kind is ast.Call:
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is ast.Attribute and func.attr == "export_savedmodel":
+                    message = _EXPORT_SAVEDMODEL
+                else:
+                    name = _ast_estimator_name(state, func)
+                    message = _message(name, subclass=False) if name else None
+                if message:
+                    if in_fstring is None:
+                        in_fstring = in_fstrings(tree)
+                    if id(node) in in_fstring:
+                        return None
+                    found.append((node, message))
+        return found
+
+
+def _ast_estimator_name(state: FileState, node: ast.expr) -> str | None:
+    name = ast_dotted(node)
+    return estimator_name_of(state.imports.qualify_dotted(name)) if name is not None else None
+
+
+_CLASS_HEAD = re.compile(rb"class[ \t]+")
+
+
+def _class_name(text: str, node: ast.ClassDef) -> ast.Name | None:
+    """The class's name as a node placed where LibCST places it (Python 3.11's tree places
+    only the `class` keyword); None when the name is not on that line."""
+    line = text.split("\n")[node.lineno - 1].encode("utf-8")
+    head = _CLASS_HEAD.match(line, node.col_offset)
+    if head is None or not line.startswith(node.name.encode("utf-8"), head.end()):
+        return None
+    return ast.Name(id=node.name, lineno=node.lineno, col_offset=head.end())
