@@ -166,7 +166,7 @@ def _migrate_scanned(
         from est2tpu import pipeline
 
         try:
-            state.index = pipeline.build_index(state, progress)
+            state.index = pipeline.build_index(state, progress, jobs)
         except MigrationError as exc:
             for cid in range(len(cands)):
                 if cid not in done:

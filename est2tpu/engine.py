@@ -232,21 +232,6 @@ def _check_nesting(text: str) -> None:
         )
 
 
-def python_tree(text: str) -> ast.Module | None:
-    """Python's own tree of `text`, for a file read without LibCST, when `parse` would not
-    refuse it and LibCST places every node where Python does. None for text with a form
-    feed, a vertical tab, a lone CR or a byte order mark, text Python cannot read, and code
-    nested past MAX_NESTING: such a file goes to `parse`, which reports it as before."""
-    if "\f" in text or "\v" in text or "\ufeff" in text or _LONE_CR.search(text):
-        return None
-    try:
-        tree = compile(text, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
-    assert isinstance(tree, ast.Module)
-    return None if too_deep(tree) else tree
-
-
 def _deepest(tree: ast.AST, limit: int) -> tuple[ast.AST, int]:
     """The first node found deeper than `limit`, or the deepest node, with its depth
     (iteratively: the point is not to recurse)."""

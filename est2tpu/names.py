@@ -337,14 +337,6 @@ def ast_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 _BODIES = ("body", "orelse", "finalbody")
 
 
-def in_fstrings(tree: ast.AST) -> set[int]:
-    """The ids of every node of Python's tree inside an f-string: Python 3.11 places
-    them unreliably (a scan that would report one leaves the file to LibCST)."""
-    return {
-        id(sub) for node in ast.walk(tree) if type(node) is ast.JoinedStr for sub in ast.walk(node)
-    }
-
-
 class StatementWalker(cst.CSTVisitor):
     """A visitor that never enters an `if` test: for walks that only want statements."""
 

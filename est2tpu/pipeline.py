@@ -19,13 +19,13 @@ from typing import Any
 
 import libcst as cst
 
-from est2tpu import inert, suppressions
+from est2tpu import inert, pytree, suppressions
 from est2tpu.cache import store_result
 from est2tpu.cstutil import starts
 from est2tpu.engine import (
+    MAX_NESTING,
     is_selected,
     parse,
-    python_tree,
     select_rules,
     too_deep,
     transform,
@@ -37,7 +37,16 @@ from est2tpu.indexer import Indexer, nearest_claim
 from est2tpu.names import ImportTable, canonical_tf, spelled_in_code
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.rule import FileState, Rule
-from est2tpu.runner import Candidate, ProgressFn, RunState, Settings, fail, guarded, root_for
+from est2tpu.runner import (
+    Candidate,
+    ProgressFn,
+    RunState,
+    Settings,
+    fail,
+    guarded,
+    pmap,
+    root_for,
+)
 from est2tpu.scan import may_match, module_names
 from est2tpu.tfapi import USE_NAMES
 
@@ -125,7 +134,9 @@ def _uses_estimator(state: RunState, cid: int) -> bool:
     assert imports is not None
     table = _Superset(imports)
     spellings = [s for name in USE_NAMES for s in table.spellings(name)]
-    if not any(s.rpartition(".")[2] in cand.source for s in spellings):
+    # Most spellings share their last identifier (`tf.estimator.Estimator`,
+    # `tf.compat.v1.estimator.Estimator`): each is looked for once.
+    if not any(last in cand.source for last in {s.rpartition(".")[2] for s in spellings}):
         return False
     split = _split_candidate(state, cid)
     return spelled_in_code(split.text if split is not None else cand.source, spellings)
@@ -181,7 +192,23 @@ class _LazyIndexer(Indexer):
         return found[path] if path is not None else None
 
 
-def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectIndex:
+def _needed(state: RunState, cid: int) -> bool:
+    """Does the index need this candidate parsed before it is built?"""
+    cand = state.cands[cid]
+    return (
+        cand.notebook is not None
+        or cand.import_scan() is None
+        or _uses_estimator(state, cid)
+        # code a first run migrated: its TPUEstimators and loops are the shim's
+        or ("est2tpu.runtime" in cand.source and _SHIM_IMPORT.search(cand.source) is not None)
+    )
+
+
+# Below this many candidates `_needed` runs in the parent (forking costs more than it saves).
+_MIN_NEEDED_TASKS = 512
+
+
+def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int = 1) -> ProjectIndex:
     """Parse what the index needs (here, before forking) and build it into `state`.
 
     Parsed trees go to `state.modules`, parse errors to `state.failed`. MigrationError when
@@ -224,15 +251,11 @@ def build_index(state: RunState, progress: ProgressFn | None = None) -> ProjectI
         state.skipped,
         [str(cand.result.path) for cand in cands],
     )
-    needed = [
-        cid
-        for cid, cand in enumerate(cands)
-        if cand.notebook is not None
-        or cand.import_scan() is None
-        or _uses_estimator(state, cid)
-        # code a first run migrated: its TPUEstimators and loops are the shim's
-        or _SHIM_IMPORT.search(cand.source) is not None
-    ]
+    # Asked in the workers when there are many: in the parent it ran alone, one core idle
+    # (0.6 s of a cold run over five copies of TensorFlow's tree).
+    ids = range(len(cands))
+    wanted = pmap(_needed, state, ids, jobs, min_tasks=_MIN_NEEDED_TASKS)
+    needed = [cid for cid, want in zip(ids, wanted, strict=True) if want]
     for done, cid in enumerate(needed):
         if progress is not None:
             progress("indexing", done, len(needed))
@@ -298,6 +321,15 @@ def finish_one(state: RunState, cid: int) -> tuple[int, dict[str, object]]:
 _SUPPRESSION_HINT = re.compile(r"est2tpu", re.IGNORECASE)
 
 
+def _suppression_hint(text: str) -> bool:
+    """`_SUPPRESSION_HINT.search(text)`, by a lower-cased copy where the text is ASCII: a
+    case-insensitive search has no fast literal scan, and cost a third of a second over
+    TensorFlow's tree."""
+    if text.isascii():
+        return "est2tpu" in text.lower()
+    return _SUPPRESSION_HINT.search(text) is not None
+
+
 def _applying(
     cand: Candidate,
     rules: Sequence[type[Rule]],
@@ -318,7 +350,7 @@ def _applying(
         return None
     if text and not text.endswith("\n"):
         return None
-    if _SUPPRESSION_HINT.search(text):
+    if _suppression_hint(text):
         return None
     state = FileState(
         str(cand.result.path), index, target, _Superset(imports), text, use_runtime=use_runtime
@@ -350,18 +382,17 @@ def _scanned(
     """Report a file where only FINAL rules apply from Python's own tree (`Rule.scan`),
     without LibCST: what `_run` would report, the text unchanged. False when a rule
     cannot tell there, or the text is one whose LibCST positions or failure Python's
-    tree does not show (`python_tree`): the file is then parsed as before.
+    tree does not show (`pytree.read`): the file is then parsed as before.
     """
     if not all(rule.FINAL for rule in applying):
         return False
     text = cand.source
-    tree = python_tree(text)
+    tree = pytree.read(text, MAX_NESTING)
     if tree is None:
         return False
     path = str(result.path)
-    table = ImportTable.from_ast(tree)
+    table = ImportTable.from_ast(tree.tree)
     state = FileState(path, index, settings.target, table, text, use_runtime=settings.use_runtime)
-    columns = _Columns(text)
     for rule in rules:
         if not rule.FINAL or not rule.applies(state):
             continue  # as `engine._transform` asks the FINAL rules, with the real table
@@ -370,30 +401,14 @@ def _scanned(
             return False
         explained = {f.position.line for f in state.findings}
         for node, message in reported:
-            line, column = columns.start(node)
+            line, column = tree.start(node)
             if line not in explained:
                 state.findings.add(Finding(rule.ID, message, Position(line, column + 1), path))
-    ambiguous = functools.partial(_ambiguous_imports, tree, columns.starts, path)
+    ambiguous = functools.partial(
+        _ambiguous_imports, tree.tree, lambda nodes: {id(n): tree.start(n) for n in nodes}, path
+    )
     _report(result, state.findings, rules, settings.select, ignores, text, ambiguous)
     return True
-
-
-class _Columns:
-    """Where an `ast` node starts as LibCST counts it: (line from 1, column from 0 in
-    characters; Python's tree counts the column in UTF-8 bytes)."""
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.split("\n")
-
-    def start(self, node: ast.AST) -> tuple[int, int]:
-        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        text = self.lines[line - 1]
-        if not text.isascii():
-            column = len(text.encode("utf-8")[:column].decode("utf-8", "replace"))
-        return line, column
-
-    def starts(self, nodes: list[ast.AST]) -> dict[int, tuple[int, int]]:
-        return {id(node): self.start(node) for node in nodes}
 
 
 def _compiled_by_import(path: Path) -> bool:

@@ -18,6 +18,7 @@ from est2tpu.cstutil import IS_STATEMENT, is_multiline, starts, walk
 from est2tpu.ftypes import Edit, Finding, Position, Safety, Target
 from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex
 from est2tpu.names import ImportTable, attr_chain
+from est2tpu.pytree import PyTree
 from est2tpu.tfapi import call_kind
 
 # The modules the registry loads rules from: `est2tpu.rules.<id>_<name>`.
@@ -372,12 +373,12 @@ class Rule(cst.CSTTransformer):
         return True
 
     @classmethod
-    def scan(cls, tree: ast.Module, state: FileState) -> list[tuple[ast.AST, str]] | None:
+    def scan(cls, tree: PyTree, state: FileState) -> list[tuple[ast.AST, str]] | None:
         """A FINAL rule's findings from Python's own tree of the file, as (node, message)
         in any order, for a file where no other rule applies: the pipeline then never
         parses it with LibCST (`pipeline._scanned`). They must be exactly what its walk of
-        LibCST's tree of the same text reports (`tests/test_final_scan.py` holds them to it).
-        None: this rule cannot tell without LibCST's tree, here or ever (the default).
+        LibCST's tree of the same text reports (`tests/test_final_scan.py` holds them to
+        it). None: this rule cannot tell without LibCST's tree, here or ever (the default).
         """
         return None
 

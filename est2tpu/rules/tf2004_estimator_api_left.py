@@ -10,6 +10,7 @@ module and each `tf.estimator...` use, unless another rule already explained tha
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 import libcst as cst
 
@@ -19,8 +20,8 @@ from est2tpu.names import (
     ast_imports,
     dotted,
     in_estimator_only_module,
-    in_fstrings,
 )
+from est2tpu.pytree import PyTree
 from est2tpu.rule import FileState, Rule
 
 _FACADE = (
@@ -95,10 +96,10 @@ class EstimatorApiLeft(Rule):
         return False
 
     @classmethod
-    def scan(cls, tree: ast.Module, state: FileState) -> list[tuple[ast.AST, str]] | None:
+    def scan(cls, tree: PyTree, state: FileState) -> list[tuple[ast.AST, str]] | None:
         imports = state.imports
         found: list[tuple[ast.AST, str]] = []
-        for node in ast_imports(tree):
+        for node in ast_imports(tree.tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if in_estimator_only_module(alias.name):
@@ -116,9 +117,8 @@ class EstimatorApiLeft(Rule):
                         found.append((node, _import_message(module, alias.asname or alias.name)))
         # The walk of LibCST's tree reports an attribute chain at its outermost attribute
         # and does not enter it: the attributes that are another one's value are not met.
-        attributes = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)]
+        attributes = cast("list[ast.Attribute]", tree.of(ast.Attribute))
         inner = {id(n.value) for n in attributes if type(n.value) is ast.Attribute}
-        in_fstring = None
         for attribute in attributes:
             if id(attribute) in inner:
                 continue
@@ -129,10 +129,8 @@ class EstimatorApiLeft(Rule):
             assert name is not None and qualified is not None
             if in_estimator_only_module(imports.qualify_dotted(name.partition(".")[0])):
                 continue  # through an Estimator-only import, reported at the import
-            if in_fstring is None:
-                in_fstring = in_fstrings(tree)
-            if id(attribute) in in_fstring:
-                return None
+            if id(attribute) in tree.in_fstrings:
+                return None  # Python 3.11 places nodes inside f-strings unreliably
             found.append((attribute, _use_message(name, qualified)))
         return found
 

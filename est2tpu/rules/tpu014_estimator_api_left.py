@@ -11,16 +11,12 @@ from __future__ import annotations
 import ast
 import os.path
 import re
+from typing import cast
 
 import libcst as cst
 
-from est2tpu.names import (
-    ast_dotted,
-    estimator_name,
-    estimator_name_of,
-    in_fstrings,
-    spelled_in_code,
-)
+from est2tpu.names import ast_dotted, estimator_name, estimator_name_of, spelled_in_code
+from est2tpu.pytree import PyTree
 from est2tpu.rule import FileState, Rule
 from est2tpu.tfapi import PREMADE
 
@@ -237,7 +233,7 @@ class EstimatorApiLeft(Rule):
             self.refuse(node, message)
 
     @classmethod
-    def scan(cls, tree: ast.Module, state: FileState) -> list[tuple[ast.AST, str]] | None:
+    def scan(cls, tree: PyTree, state: FileState) -> list[tuple[ast.AST, str]] | None:
         # Only where the index knows nothing of this file: no model_fn kept here, no
         # Estimator built here, no SageMaker-contract model_fn (the index's reasons and
         # the scope those lookups take are LibCST's walk's).
@@ -249,31 +245,26 @@ class EstimatorApiLeft(Rule):
         if _container(state)[1]:
             return None
         found: list[tuple[ast.AST, str]] = []
-        in_fstring: set[int] | None = None
-        for node in ast.walk(tree):
-            kind = type(node)
-            if kind is ast.ClassDef:
-                for base in node.bases:  # type: ignore[attr-defined]
-                    name = _ast_estimator_name(state, base)
-                    message = _message(name, subclass=True) if name else None
-                    if message:
-                        at = _class_name(state.original, node)  # type: ignore[arg-type]
-                        if at is None:
-                            return None
-                        found.append((at, message))
-            elif kind is ast.Call:
-                func = node.func  # type: ignore[attr-defined]
-                if type(func) is ast.Attribute and func.attr == "export_savedmodel":
-                    message = _EXPORT_SAVEDMODEL
-                else:
-                    name = _ast_estimator_name(state, func)
-                    message = _message(name, subclass=False) if name else None
+        for node in cast("list[ast.ClassDef]", tree.of(ast.ClassDef)):
+            for base in node.bases:
+                name = _ast_estimator_name(state, base)
+                message = _message(name, subclass=True) if name else None
                 if message:
-                    if in_fstring is None:
-                        in_fstring = in_fstrings(tree)
-                    if id(node) in in_fstring:
+                    at = _class_name(tree, node)
+                    if at is None:
                         return None
-                    found.append((node, message))
+                    found.append((at, message))
+        for call in cast("list[ast.Call]", tree.of(ast.Call)):
+            func = call.func
+            if type(func) is ast.Attribute and func.attr == "export_savedmodel":
+                message = _EXPORT_SAVEDMODEL
+            else:
+                name = _ast_estimator_name(state, func)
+                message = _message(name, subclass=False) if name else None
+            if message:
+                if id(call) in tree.in_fstrings:
+                    return None  # Python 3.11 places nodes inside f-strings unreliably
+                found.append((call, message))
         return found
 
 
@@ -285,10 +276,10 @@ def _ast_estimator_name(state: FileState, node: ast.expr) -> str | None:
 _CLASS_HEAD = re.compile(rb"class[ \t]+")
 
 
-def _class_name(text: str, node: ast.ClassDef) -> ast.Name | None:
+def _class_name(tree: PyTree, node: ast.ClassDef) -> ast.Name | None:
     """The class's name as a node placed where LibCST places it (Python 3.11's tree places
     only the `class` keyword); None when the name is not on that line."""
-    line = text.split("\n")[node.lineno - 1].encode("utf-8")
+    line = tree.line(node.lineno).encode("utf-8")
     head = _CLASS_HEAD.match(line, node.col_offset)
     if head is None or not line.startswith(node.name.encode("utf-8"), head.end()):
         return None
