@@ -122,12 +122,15 @@ def _mentioned(state: RunState, cid: int, names: Collection[str]) -> set[str]:
 _IDENT = re.compile(r"[^\W\d]\w*")
 
 
-def _uses_estimator(state: RunState, cid: int) -> bool:
+def _uses_estimator(state: RunState, cid: int, forked: bool = False) -> bool:
     """Does the candidate's code use an Estimator API (`ImportTable.uses` with USE_NAMES)?
 
     Asked of the text with its inert defs set aside when it is big: they spell nothing
     through a TensorFlow import (`inert.split` keeps every def that does), and the
     tokenizer over a 45,000-line module cost more than everything else but the parse.
+    In a worker (`forked`) the split is its own, without the defs other files mention
+    (which only keeps more defs, and is what the parent's parse needs; a worker's split
+    is not the parent's), so that no worker counts every candidate's words again.
     """
     cand = state.cands[cid]
     imports = cand.import_scan()
@@ -138,7 +141,10 @@ def _uses_estimator(state: RunState, cid: int) -> bool:
     # `tf.compat.v1.estimator.Estimator`): each is looked for once.
     if not any(last in cand.source for last in {s.rpartition(".")[2] for s in spellings}):
         return False
-    split = _split_candidate(state, cid)
+    if forked:
+        split = inert.split(cand.source, None, too_deep) if cand.notebook is None else None
+    else:
+        split = _split_candidate(state, cid)
     return spelled_in_code(split.text if split is not None else cand.source, spellings)
 
 
@@ -192,16 +198,20 @@ class _LazyIndexer(Indexer):
         return found[path] if path is not None else None
 
 
-def _needed(state: RunState, cid: int) -> bool:
+def _needed(state: RunState, cid: int, forked: bool = False) -> bool:
     """Does the index need this candidate parsed before it is built?"""
     cand = state.cands[cid]
     return (
         cand.notebook is not None
         or cand.import_scan() is None
-        or _uses_estimator(state, cid)
+        or _uses_estimator(state, cid, forked)
         # code a first run migrated: its TPUEstimators and loops are the shim's
         or ("est2tpu.runtime" in cand.source and _SHIM_IMPORT.search(cand.source) is not None)
     )
+
+
+def _needed_forked(state: RunState, cid: int) -> bool:
+    return _needed(state, cid, forked=True)
 
 
 # Below this many candidates `_needed` runs in the parent (forking costs more than it saves).
@@ -252,10 +262,15 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
         [str(cand.result.path) for cand in cands],
     )
     # Asked in the workers when there are many: in the parent it ran alone, one core idle
-    # (0.6 s of a cold run over five copies of TensorFlow's tree).
-    ids = range(len(cands))
-    wanted = pmap(_needed, state, ids, jobs, min_tasks=_MIN_NEEDED_TASKS)
-    needed = [cid for cid, want in zip(ids, wanted, strict=True) if want]
+    # (0.6 s of a cold run over five copies of TensorFlow's tree). Files of the same text
+    # are asked one after the other, so that a worker's memo of the text's code
+    # (`scan.code_only`) serves them all, as it does in one process.
+    if jobs > 1 and len(cands) >= _MIN_NEEDED_TASKS:
+        ids = sorted(range(len(cands)), key=lambda cid: cands[cid].digest or cands[cid].source)
+        wanted = pmap(_needed_forked, state, ids, jobs, min_tasks=_MIN_NEEDED_TASKS)
+        needed = sorted(cid for cid, want in zip(ids, wanted, strict=True) if want)
+    else:
+        needed = [cid for cid in range(len(cands)) if _needed(state, cid)]
     for done, cid in enumerate(needed):
         if progress is not None:
             progress("indexing", done, len(needed))
