@@ -7,7 +7,6 @@ the run's state (`runner.RunState`) and never imports the API.
 
 from __future__ import annotations
 
-import ast
 import collections
 import functools
 import importlib.util
@@ -419,9 +418,7 @@ def _scanned(
             line, column = tree.start(node)
             if line not in explained:
                 state.findings.add(Finding(rule.ID, message, Position(line, column + 1), path))
-    ambiguous = functools.partial(
-        _ambiguous_imports, tree.tree, lambda nodes: {id(n): tree.start(n) for n in nodes}, path
-    )
+    ambiguous = functools.partial(_ambiguous_imports, table, tree.starts, path)
     _report(result, state.findings, rules, settings.select, ignores, text, ambiguous)
     return True
 
@@ -672,9 +669,12 @@ def _run(
             verify(new_text, path)
         result.status = Status.CHANGED
     result.new_text = new_text
-    ambiguous = functools.partial(
-        _ambiguous_imports, module, functools.partial(starts, module), path
-    )
+
+    def ambiguous() -> list[Finding]:
+        return _ambiguous_imports(
+            ImportTable.from_module(module), functools.partial(starts, module), path
+        )
+
     _report(result, state.findings, rules, select, ignore, source, ambiguous)
     result.edits = state.edits
 
@@ -712,17 +712,12 @@ AMBIGUOUS_IMPORT_ID = "E2T003"
 
 
 def _ambiguous_imports(
-    tree: cst.Module | ast.Module,
-    starts: Callable[[list[Any]], dict[int, tuple[int, int]]],
-    path: str,
+    table: ImportTable, starts: Callable[[list[Any]], dict[int, tuple[int, int]]], path: str
 ) -> list[Finding]:
     """A finding at the import that made a TensorFlow name ambiguous: every use of the name
     is left unresolved, so an Estimator API behind it would be neither migrated nor reported.
-    `tree` is LibCST's or Python's; `starts` places its nodes (`cstutil.starts`)."""
-    if isinstance(tree, ast.Module):
-        table = ImportTable.from_ast(tree)
-    else:
-        table = ImportTable.from_module(tree)
+    `starts` places the import statements of the tree `table` was read from, LibCST's
+    (`cstutil.starts`) or Python's (`PyTree.starts`)."""
     ambiguous = table.ambiguous_tensorflow()
     if not ambiguous:
         return []

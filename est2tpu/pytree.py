@@ -40,6 +40,10 @@ class PyTree:
             column = len(text.encode("utf-8")[:column].decode("utf-8", "replace"))
         return line, column
 
+    def starts(self, nodes: list[ast.AST]) -> dict[int, tuple[int, int]]:
+        """`start` of each node, by id (as `cstutil.starts` gives LibCST's)."""
+        return {id(node): self.start(node) for node in nodes}
+
     def line(self, number: int) -> str:
         """Line `number` (from 1) of the text, without its end."""
         if self._lines is None:
