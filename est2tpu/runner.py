@@ -156,6 +156,7 @@ def pmap(
     min_tasks: int,
     on_done: Callable[[int], None] | None = None,
     cost: Callable[[T], int] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[R]:
     """`fn(state, item)` over `items`, in order; in forked worker processes when it pays.
 
@@ -164,7 +165,9 @@ def pmap(
     everything runs here. `on_done(n)` is told how many items are done as they finish.
     With `cost` (a guess of each item's work), the workers take the dearest items first,
     a few at a time, so that no worker is left with a run of big files at the end while
-    the others idle; the results still come back in the order of `items`.
+    the others idle; the results still come back in the order of `items`. `meanwhile`
+    is called here once the workers have their first items (only when there are workers):
+    work of this process's own that then runs beside theirs.
     """
     global _FORKED, _ITEMS
     if jobs <= 1 or len(items) < min_tasks:
@@ -177,8 +180,8 @@ def pmap(
     _FORKED, _ITEMS = (fn, state), items
     try:
         if cost is not None:
-            return _by_cost(items, n, cost, on_done)
-        return _in_order(items, n, on_done)
+            return _by_cost(items, n, cost, on_done, meanwhile)
+        return _in_order(items, n, on_done, meanwhile)
     except (OSError, mp.ProcessError, EOFError):
         return _sequential(fn, state, items, on_done)
     finally:
@@ -198,12 +201,20 @@ def _pool(n: int) -> Any:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _in_order(items: Sequence[T], n: int, on_done: Callable[[int], None] | None) -> list[Any]:
+def _in_order(
+    items: Sequence[T],
+    n: int,
+    on_done: Callable[[int], None] | None,
+    meanwhile: Callable[[], object] | None = None,
+) -> list[Any]:
     """The pool over `items` as they come, results in their order (see `pmap`)."""
     chunk = max(1, min(32, len(items) // (n * 8)))
     out: list[Any] = []
     with _pool(n) as pool:
-        for result in pool.imap(_call_forked, items, chunksize=chunk):
+        results = pool.imap(_call_forked, items, chunksize=chunk)
+        if meanwhile is not None:
+            meanwhile()
+        for result in results:
             out.append(result)
             if on_done is not None:
                 on_done(len(out))
@@ -211,7 +222,11 @@ def _in_order(items: Sequence[T], n: int, on_done: Callable[[int], None] | None)
 
 
 def _by_cost(
-    items: Sequence[T], n: int, cost: Callable[[T], int], on_done: Callable[[int], None] | None
+    items: Sequence[T],
+    n: int,
+    cost: Callable[[T], int],
+    on_done: Callable[[int], None] | None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[Any]:
     """The pool over `items`, dearest first (see `pmap`), results in the items' order."""
     order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
@@ -219,9 +234,10 @@ def _by_cost(
     chunk = max(1, min(8, len(items) // (n * 32)))
     out: list[Any] = [None] * len(items)
     with _pool(n) as pool:
-        for done, (at, result) in enumerate(
-            pool.imap_unordered(_call_forked_at, order, chunksize=chunk), 1
-        ):
+        results = pool.imap_unordered(_call_forked_at, order, chunksize=chunk)
+        if meanwhile is not None:
+            meanwhile()
+        for done, (at, result) in enumerate(results, 1):
             out[at] = result
             if on_done is not None:
                 on_done(done)

@@ -198,3 +198,41 @@ def test_broken_files_still_fail(mixed: Path) -> None:
 )
 def test_import_scan(text: str, expected: list[tuple[str, str]] | None) -> None:
     assert scan.import_pairs(text) == expected
+
+
+def _square_after_parent_work(state: list[str], item: int) -> int:
+    return item * item
+
+
+@pytest.mark.parametrize("cost", [None, lambda item: -item], ids=["in-order", "by-cost"])
+def test_pool_runs_the_parents_own_work_beside_the_workers(
+    cost: Callable[[int], int] | None,
+) -> None:
+    """`runner.pmap(meanwhile=...)`: called once, in this process, after the workers got
+    their items (the CLI imports LibCST there while the workers scan); the results keep
+    the items' order. Without workers it is not called: the caller does that work anyway."""
+    from est2tpu import runner
+
+    done: list[str] = []
+    items = list(range(40))
+    out = runner.pmap(
+        _square_after_parent_work,
+        done,
+        items,
+        2,
+        min_tasks=1,
+        cost=cost,
+        meanwhile=lambda: done.append("parent"),
+    )
+    assert out == [i * i for i in items]
+    assert done == ["parent"]
+    out = runner.pmap(
+        _square_after_parent_work,
+        done,
+        items,
+        1,
+        min_tasks=1,
+        meanwhile=lambda: done.append("again"),
+    )
+    assert out == [i * i for i in items]
+    assert done == ["parent"]
