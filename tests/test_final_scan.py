@@ -95,6 +95,8 @@ TPU = {
         "def f():\n"
         "    class Inner((estimator_lib).EstimatorV2):\n"
         "        pass\n"
+        "class Starred(*estimator_lib.Estimator, **{}):\n"
+        "    pass\n"
     ),
     "continuation.py": (
         "from tensorflow_estimator.python.estimator import estimator as estimator_lib\n"

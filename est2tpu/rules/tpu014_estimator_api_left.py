@@ -247,6 +247,8 @@ class EstimatorApiLeft(Rule):
         found: list[tuple[ast.AST, str]] = []
         for node in cast("list[ast.ClassDef]", tree.of(ast.ClassDef)):
             for base in node.bases:
+                if type(base) is ast.Starred:
+                    base = base.value  # LibCST's bases are arguments: `*x` is x, starred
                 name = _ast_estimator_name(state, base)
                 message = _message(name, subclass=True) if name else None
                 if message:
