@@ -13,7 +13,6 @@ fixture, `tests/test_parallel.py` holds the same pipeline to the reference too.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -132,9 +131,7 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def _facts(results: list[FileResult]) -> list[tuple[object, ...]]:
-    return [
-        (r.path.name, r.status, r.new_text, r.findings, r.edits, r.error) for r in results
-    ]
+    return [(r.path.name, r.status, r.new_text, r.findings, r.edits, r.error) for r in results]
 
 
 @pytest.mark.parametrize(("target", "files"), [(Target.TF2, TF2), (Target.TPU_ESTIMATOR, TPU)])
@@ -204,7 +201,3 @@ def test_scan_gives_what_the_libcst_walk_gives_on_tensorflow(
     parsed = list(api.migrate_paths(trees, target=target, jobs=1))
     assert _facts(fast) == _facts(parsed)
     assert sum(len(r.findings) for r in fast) > 100
-
-
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
