@@ -100,7 +100,10 @@ def import_pairs(text: str) -> list[tuple[str, str]] | None:
             bound = words[2] if len(words) >= 3 and words[1] == "as" else words[0]
             pairs.append((bound, f"{module}.{words[0]}"))
     for match in _matches(_PLAIN_IMPORT, text, "."):
-        for part in _COMMENT.sub(" ", match.group(1)).split(","):
+        names = match.group(1)
+        if "tensorflow" not in names:
+            continue  # the `import` of most `from x import y` lines, and every other import
+        for part in _COMMENT.sub(" ", names).split(","):
             words = part.split()
             if not words or not words[0].startswith("tensorflow"):
                 continue
