@@ -32,10 +32,8 @@ class PyTree:
     def start(self, node: ast.AST) -> tuple[int, int]:
         """Where `node` starts as LibCST counts it: (line from 1, column from 0 in
         characters; Python's tree counts the column in UTF-8 bytes)."""
-        if self._lines is None:
-            self._lines = self.text.split("\n")
         line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        text = self._lines[line - 1]
+        text = self.line(line)
         if not text.isascii():
             column = len(text.encode("utf-8")[:column].decode("utf-8", "replace"))
         return line, column
@@ -45,7 +43,8 @@ class PyTree:
         return {id(node): self.start(node) for node in nodes}
 
     def line(self, number: int) -> str:
-        """Line `number` (from 1) of the text, without its end."""
+        """Line `number` (from 1) of the text, up to its `\\n` (a CRLF line keeps its `\\r`:
+        lines are counted as Python and LibCST count them, and a lone CR never gets here)."""
         if self._lines is None:
             self._lines = self.text.split("\n")
         return self._lines[number - 1]
@@ -65,11 +64,11 @@ def read(text: str, max_depth: int) -> PyTree | None:
         return None
     assert isinstance(tree, ast.Module)
     found = PyTree(text, tree)
-    if not _walk(found, max_depth, fstrings=_F_STRING.search(text) is not None):
+    fstrings = _F_STRING.search(text) is not None
+    if not _walk(found, max_depth, fstrings):
         return None
-    if ast.JoinedStr in found.by_type and not found.in_fstrings:
-        # An f-string the look for its opening missed (or one without fields): again,
-        # marking what is inside f-strings.
+    if not fstrings and ast.JoinedStr in found.by_type:
+        # An f-string the look for its opening missed: again, marking what is inside.
         found = PyTree(text, tree)
         _walk(found, max_depth, fstrings=True)
     return found
