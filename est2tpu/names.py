@@ -14,6 +14,7 @@ from typing import Any
 import libcst as cst
 
 from est2tpu.cstutil import walk
+from est2tpu.pytree import PyTree
 from est2tpu.scan import code_only, may_spell
 
 _AMBIGUOUS = "<ambiguous>"
@@ -132,7 +133,7 @@ class ImportTable:
         return cls._from_entries(_cst_entries(module))
 
     @classmethod
-    def from_ast(cls, tree: ast.Module) -> ImportTable:
+    def from_ast(cls, tree: PyTree) -> ImportTable:
         """The same table from Python's own tree of the same text (`conflicts` then holds
         `ast` import statements): for a file no rule rewrites, read without LibCST."""
         return cls._from_entries(_ast_entries(tree))
@@ -293,9 +294,9 @@ def _cst_entries(module: cst.Module) -> Iterator[_Entry]:
                 yield bound, f"{base}.{name}", (base, name, asname), node
 
 
-def _ast_entries(tree: ast.Module) -> Iterator[_Entry]:
+def _ast_entries(tree: PyTree) -> Iterator[_Entry]:
     """`_cst_entries` from Python's tree: its import statements in the text's order."""
-    for node in ast_imports(tree):
+    for node in tree.imports():
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname is not None:
@@ -310,31 +311,6 @@ def _ast_entries(tree: ast.Module) -> Iterator[_Entry]:
                 bound = alias.asname or alias.name
                 form = (node.module, alias.name, alias.asname)
                 yield bound, f"{node.module}.{alias.name}", form, node
-
-
-def ast_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement of Python's tree, in the text's order (statements only:
-    nothing inside an expression can import)."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    stack: list[list[ast.stmt]] = [tree.body]
-    while stack:
-        for stmt in stack.pop():
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                found.append(stmt)
-            else:
-                for name in _BODIES:
-                    block = getattr(stmt, name, None)
-                    if block:
-                        stack.append(block)
-                for handler in getattr(stmt, "handlers", ()):
-                    stack.append(handler.body)
-                for case in getattr(stmt, "cases", ()):
-                    stack.append(case.body)
-    found.sort(key=lambda node: (node.lineno, node.col_offset))
-    return found
-
-
-_BODIES = ("body", "orelse", "finalbody")
 
 
 class StatementWalker(cst.CSTVisitor):

@@ -405,7 +405,7 @@ def _scanned(
     if tree is None:
         return False
     path = str(result.path)
-    table = ImportTable.from_ast(tree.tree)
+    table = ImportTable.from_ast(tree)
     state = FileState(path, index, settings.target, table, text, use_runtime=settings.use_runtime)
     for rule in rules:
         if not rule.FINAL or not rule.applies(state):

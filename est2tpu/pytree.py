@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from typing import cast
 
 _LONE_CR = re.compile(r"\r(?!\n)")
 # An f-string's opening (any prefix holding f): a text without one has no f-string.
@@ -24,10 +25,18 @@ class PyTree:
     by_type: dict[type[ast.AST], list[ast.AST]] = field(default_factory=dict)
     in_fstrings: set[int] = field(default_factory=set)  # ids of nodes inside f-strings
     _lines: list[str] | None = None
+    _imports: list[ast.Import | ast.ImportFrom] | None = None
 
     def of(self, *kinds: type[ast.AST]) -> list[ast.AST]:
         """Every node of these types (in no particular order)."""
         return [node for kind in kinds for node in self.by_type.get(kind, ())]
+
+    def imports(self) -> list[ast.Import | ast.ImportFrom]:
+        """Every import statement, in the text's order."""
+        if self._imports is None:
+            found = cast("list[ast.Import | ast.ImportFrom]", self.of(ast.Import, ast.ImportFrom))
+            self._imports = sorted(found, key=lambda node: (node.lineno, node.col_offset))
+        return self._imports
 
     def start(self, node: ast.AST) -> tuple[int, int]:
         """Where `node` starts as LibCST counts it: (line from 1, column from 0 in

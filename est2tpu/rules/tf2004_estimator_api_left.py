@@ -17,7 +17,6 @@ import libcst as cst
 from est2tpu.names import (
     ESTIMATOR_ONLY_MODULES,
     ast_dotted,
-    ast_imports,
     dotted,
     in_estimator_only_module,
 )
@@ -99,7 +98,7 @@ class EstimatorApiLeft(Rule):
     def scan(cls, tree: PyTree, state: FileState) -> list[tuple[ast.AST, str]] | None:
         imports = state.imports
         found: list[tuple[ast.AST, str]] = []
-        for node in ast_imports(tree.tree):
+        for node in tree.imports():
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if in_estimator_only_module(alias.name):
