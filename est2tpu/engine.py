@@ -65,17 +65,17 @@ for _gather in (
     _gathered_once_per_class(_gather)
 
 
-def _adds_imports(context: CodemodContext, module: cst.Module) -> bool:
-    """Would AddImportsVisitor add anything? It gathers the imports already there by walking
+def _adds_imports(context: CodemodContext, head: cst.Module) -> bool:
+    """Would AddImportsVisitor add anything to the module `head` was cut from? It gathers the imports already there by walking
     the whole tree, though it reads only the module's leading run of import statements
     (after a docstring or `__strict__` line), then walks it all again to change nothing when
     every requested import is already there: the usual case, since rules ask for
     `import tensorflow as tf` at every rewrite. Its own gathering over a module cut after
     that run decides the same thing without the walks: the cut keeps the first statement
     whatever it is, the import lines after it and the first statement that is not one,
-    where the gathering stops."""
+    where the gathering stops (`_head`)."""
     visitor = AddImportsVisitor(context)
-    visitor.visit_Module(_head(module))
+    visitor.visit_Module(head)
     return bool(
         visitor.module_imports
         or visitor.module_mapping
@@ -93,7 +93,9 @@ def _head(module: cst.Module) -> cst.Module:
     return module.with_changes(body=body[: end + 1])
 
 
-def _add_imports(context: CodemodContext, module: cst.Module) -> cst.Module:
+def _add_imports(
+    context: CodemodContext, module: cst.Module, head: cst.Module | None = None
+) -> cst.Module:
     """`AddImportsVisitor(context).transform_module(module)`, run over the module's head
     only, the rest of the body appended as it is. The visitor changes nothing outside the
     head: it extends the `from` imports of the leading run, inserts new import lines after
@@ -101,8 +103,9 @@ def _add_imports(context: CodemodContext, module: cst.Module) -> cst.Module:
     them an empty line above. Over the whole module it also copied the tree for its
     metadata wrapper, gathered imports over all of it and rebuilt every node: every
     fixture's migration took 18.8 s of CPU with it, 16.6 s without.
-    `tests/test_engine_imports.py` holds the two to the same text."""
-    head = _head(module)
+    `tests/test_engine_imports.py` holds the two to the same text. `head`: `_head(module)`,
+    where the caller has it already."""
+    head = _head(module) if head is None else head
     done = AddImportsVisitor(context).transform_module(head)
     return module.with_changes(body=(*done.body, *module.body[len(head.body) :]))
 
@@ -397,10 +400,10 @@ def _transform(
                     head = state.refused_code.get(finding)
                     if head is not None and head not in text:
                         caveats.add(finding)
-            if context.scratch.get(AddImportsVisitor.CONTEXT_KEY) and _adds_imports(
-                context, module
-            ):
-                module = _add_imports(context, module)
+            if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
+                leading = _head(module)
+                if _adds_imports(context, leading):
+                    module = _add_imports(context, module, leading)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
                 module = RemoveImportsVisitor(context).transform_module(module)
             kept.append(module)
