@@ -17,12 +17,13 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from est2tpu import __version__, api, report, textio
+from est2tpu import __version__, api, nbdiff, report, textio
 from est2tpu.cache import Cache, default_dir
 from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
 from est2tpu.discovery import parse_ignore_lines
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
+from est2tpu.nbdiff import NotebookDiff
 from est2tpu.writer import write_file
 
 __all__ = ["app", "main"]
@@ -150,6 +151,14 @@ CacheDirOpt = Annotated[
         show_default=False,
     ),
 ]
+NotebookDiffOpt = Annotated[
+    NotebookDiff,
+    typer.Option(
+        "--notebook-diff",
+        help="How --diff shows a notebook: cells (each changed cell's source lines) or json "
+        "(the diff of the file itself, which git apply applies).",
+    ),
+]
 
 
 class OutputFormat(str, enum.Enum):
@@ -177,6 +186,7 @@ class _Options:
     output: OutputFormat = OutputFormat.TEXT
     cache: bool = True
     cache_dir: Path | None = None
+    notebook_diff: NotebookDiff = NotebookDiff.CELLS
 
 
 @app.command()
@@ -195,6 +205,7 @@ def migrate(
     config: ConfigOpt = None,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
+    notebook_diff: NotebookDiffOpt = NotebookDiff.CELLS,
 ) -> None:
     """Rewrite Estimator code in place (atomically, keeping encoding, line endings and mode).
 
@@ -208,6 +219,7 @@ def migrate(
         raise typer.Exit(EXIT_ERROR)
     options.quiet, options.verbose = quiet, verbose
     options.cache, options.cache_dir = not no_cache, cache_dir
+    options.notebook_diff = notebook_diff
     raise typer.Exit(_run(paths, mode, options, show_diff=diff))
 
 
@@ -239,6 +251,7 @@ def check(
     ] = OutputFormat.TEXT,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
+    notebook_diff: NotebookDiffOpt = NotebookDiff.CELLS,
 ) -> None:
     """Report what migrate would do, and change no file (for CI).
 
@@ -254,6 +267,7 @@ def check(
         raise typer.Exit(EXIT_ERROR)
     options.quiet, options.verbose, options.output = quiet, verbose, output_format
     options.cache, options.cache_dir = not no_cache, cache_dir
+    options.notebook_diff = notebook_diff
     raise typer.Exit(_run(paths, _Mode.CHECK, options, show_diff=diff))
 
 
@@ -582,7 +596,7 @@ def _handle(
             err.out(f"{result.status.value} {result.path}", highlight=False)
         return
     if show_diff:
-        _print_diff(result)
+        _print_diff(result, options.notebook_diff)
     if mode is _Mode.WRITE:
         try:
             lost = _write(result)
@@ -638,7 +652,7 @@ def _stdin(
     if result.status is Status.FAILED:
         err.out(report.failure_line(result), highlight=False)
     if show_diff:
-        _print_diff(result)
+        _print_diff(result, options.notebook_diff)
     elif mode is _Mode.WRITE:
         # A filter must not swallow its input: on failure the input goes through unchanged.
         if result.status is Status.FAILED or result.new_text is None:
@@ -664,8 +678,8 @@ def _write_stdout(data: bytes) -> None:
 _DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
-def _print_diff(result: FileResult) -> None:
-    diff = report.unified_diff(result)
+def _print_diff(result: FileResult, notebook: NotebookDiff) -> None:
+    diff = nbdiff.diff(result, notebook)
     if not diff:
         return
     out = _stdout()
