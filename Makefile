@@ -1,16 +1,16 @@
-# The two commands the README opens with.
+# The commands the README and CONTRIBUTING name.
 .PHONY: test check demo
 
-# Set up from nothing and run all tests.
+# Set up from nothing (.venv and the TensorFlow environments) and run every test.
 test:
 	bash scripts/test.sh
 
-# The inner loop: lint, types, and the suite without the slow and TensorFlow tests (goal: under a
-# minute on 2 cores). Measured on 2 quiet cores: 48 s of wall, 89 s of CPU, 1,501 tests (seventh
-# session; 64 s before its engine changes, 2 min 26 s before issue 17's work).
+# The inner loop: lint, types, and the suite without the slow and TensorFlow tests (meant to
+# stay under a minute on 2 cores).
 check:
 	EST2TPU_LINT=1 bash scripts/test.sh -q -m "not slow and not tf" -n 2 --dist loadgroup
 
-# Set up, migrate the bundled example, show the diff, train the result on CPU.
+# Migrate the bundled example, keep the result in build/demo, and compare it with the original
+# (`est2tpu verify`); without Python 3.11 it shows the migration only.
 demo:
 	bash scripts/demo.sh

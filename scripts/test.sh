@@ -14,6 +14,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+missing=""
+for venv in .venv .venv-tf215 .venv-tfcur .venv-tfcur-nokeras; do
+  [ -x "$venv/bin/python" ] || missing="$missing $venv"
+done
+if [ -n "$missing" ]; then
+  echo "test.sh: building$missing first (each TensorFlow environment: about 1.3-1.6 GB and"
+  echo "test.sh: 1-4 minutes depending on the network; .venv: about 190 MB, about a minute)"
+fi
+
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
@@ -21,6 +30,7 @@ fi
 # Reinstall only when the project metadata changed since the last install.
 stamp=.venv/.est2tpu-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "test.sh: installing est2tpu with its test and lint dependencies into .venv"
   .venv/bin/python -m pip install -q -e '.[test,dev]'
   touch "$stamp"
 fi
@@ -44,6 +54,7 @@ if [ -x .venv-tf215/bin/python ]; then
 fi
 
 if [ "$#" -eq 0 ] || [ "${EST2TPU_LINT:-0}" = 1 ]; then
+  echo "test.sh: ruff and mypy"
   .venv/bin/ruff check .
   .venv/bin/mypy
 fi

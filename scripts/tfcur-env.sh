@@ -55,6 +55,9 @@ if [ -z "$PYTHONCUR" ]; then
   exit 1
 fi
 
+echo "$NAME: building $VENV with $PYTHONCUR: $REQUIREMENTS"
+echo "$NAME: about 1.5 GB, 1-4 minutes depending on the network; pip's output is shown only on failure"
+
 build() {
   [ -x "$VENV/bin/python" ] || "$PYTHONCUR" -m venv "$VENV" || return 1
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip || return 1
