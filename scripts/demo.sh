@@ -11,6 +11,7 @@
 #    names the Python 3.11 to build it with. Without either, the demo ends after step 2 and
 #    says how to get Python 3.11.
 # 4. `est2tpu verify`: original vs migrated, on CPU (TPUEstimator with use_tpu=False).
+# 5. (`est2tpu verify --tpu`, where marked below.)
 # Arguments go to the training program (default: --steps 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,7 +89,7 @@ TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES="" \
   .venv/bin/est2tpu verify --migrated "$OUT/quickstart" examples/quickstart -- \
   "$TF_PYTHON" train.py "$@"
 
-# TPU acceptance on CPU (`est2tpu verify --tpu`) follows the CPU comparison here.
+# 5. TPU acceptance on CPU: `est2tpu verify --tpu`, with step 4's arguments, goes here.
 
 echo
 echo "Open $OUT/quickstart/train.py to read the migrated program. To run it yourself:"
