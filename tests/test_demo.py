@@ -29,7 +29,7 @@ def _clean_env() -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("EST2TPU_", "PYTHON", "VIRTUAL_ENV", "PIP_"))
+        if not k.startswith(("EST2TPU_", "PYTHON", "VIRTUAL_ENV"))
     }
     # The clone's own code, not the checkout's running these tests.
     env.update({"NO_COLOR": "1", "COLUMNS": "120", "PYTHON": sys.executable})
