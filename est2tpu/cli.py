@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -177,6 +177,7 @@ class _Options:
     output: OutputFormat = OutputFormat.TEXT
     cache: bool = True
     cache_dir: Path | None = None
+    given: list[Path] = field(default_factory=list)  # the paths named, stdin aside
 
 
 @app.command()
@@ -487,6 +488,7 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
                 err.out(f"excluded {p} (config)", highlight=False)
             continue
         file_paths.append(Path(p))
+    options.given = file_paths
     if file_paths:
         config = options.config
         bar = _ProgressBar(err)
@@ -585,11 +587,13 @@ def _handle(
         _print_diff(result)
     if mode is _Mode.WRITE:
         try:
-            lost = _write(result)
+            lost = _write(result, _trees(result.path, options.given))
         except (OSError, MigrationError) as exc:
             result.status = Status.FAILED
-            reason = getattr(exc, "strerror", None) or str(exc)
-            result.error = f"cannot write: {reason}"
+            if isinstance(exc, OSError):
+                result.error = f"cannot write: {exc.strerror or exc}"
+            else:
+                result.error = str(exc)
             err.out(report.failure_line(result), highlight=False)
             return
         if lost:
@@ -601,15 +605,26 @@ def _handle(
         err.out(f"would migrate {result.path}", highlight=False)
 
 
-def _write(result: FileResult) -> list[str]:
+def _write(result: FileResult, trees: Sequence[str]) -> list[str]:
     """Write one migrated file; what of its metadata could not be kept."""
     assert result.new_text is not None and result.old_text is not None
     old = textio.encode(result.old_text, result.encoding, result.bom)
-    # The file may have been edited since it was read; never overwrite someone's edit.
-    if result.path.read_bytes() != old:
-        raise MigrationError("the file changed on disk during the run; run est2tpu again")
     new = textio.encode(result.new_text, result.encoding, result.bom)
-    return write_file(result.path, new).lost
+    # The file may have been edited since it was read: never overwrite someone's edit.
+    return write_file(result.path, new, expected=old, trees=trees).lost
+
+
+def _trees(path: Path, given: Sequence[Path]) -> list[str]:
+    """The real directories a file found under ``given`` may be written in: the directory
+    it was found under, or for a file named itself, its own directory and the working one
+    (as the walk allows a symlink)."""
+    for root in given:
+        if root == path:
+            return [os.path.realpath(path.absolute().parent), os.path.realpath(os.getcwd())]
+    for root in given:
+        if root.is_dir() and root in path.parents:
+            return [os.path.realpath(root)]
+    return [os.path.realpath(os.getcwd())]
 
 
 def _stdin(

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -211,10 +212,10 @@ def test_migrate_write_failure_is_reported_and_run_continues(
 
     real = cli.write_file
 
-    def flaky(path: Path, data: bytes) -> Written:
+    def flaky(path: Path, data: bytes, **checks: Any) -> Written:
         if path.name == "a.py":
             raise PermissionError(13, "Permission denied", str(path))
-        return real(path, data)
+        return real(path, data, **checks)
 
     monkeypatch.setattr(cli, "write_file", flaky)
     result = runner.invoke(app, ["migrate", "."])
