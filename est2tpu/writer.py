@@ -109,7 +109,7 @@ def _snapshot(target: str) -> tuple[os.stat_result, bytes] | None:
         fd = os.open(target, flags)
     except FileNotFoundError:
         return None
-    except OSError as exc:
+    except OSError:
         if os.path.islink(target):  # a symlink put where the file was (ELOOP)
             raise MigrationError(_CHANGED) from None
         raise
@@ -149,7 +149,9 @@ def _write(path: Path, data: bytes, expected: bytes | None, trees: Sequence[str]
             return Written(changed=False)
     lost: list[str] = []
     fd, tmp_name = tempfile.mkstemp(
-        dir=os.path.dirname(target), prefix=_tmp_prefix(os.path.basename(target)), suffix=_TMP_SUFFIX
+        dir=os.path.dirname(target),
+        prefix=_tmp_prefix(os.path.basename(target)),
+        suffix=_TMP_SUFFIX,
     )
     try:
         with os.fdopen(fd, "wb") as f:

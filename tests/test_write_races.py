@@ -117,7 +117,9 @@ def test_file_swapped_for_a_symlink_out_of_the_tree_is_not_written_through(
     )
     # Written in path order: a swap during a.py's write happens before b.py's write starts.
     victim = "b.py" if when == "during_its_write" else "a.py"
-    done = run_with_hook(tmp_path, f"if path.name == {victim!r}:\n{swap}", ["migrate", "."], project)
+    done = run_with_hook(
+        tmp_path, f"if path.name == {victim!r}:\n{swap}", ["migrate", "."], project
+    )
     assert done.returncode == 2, done.stderr
     assert "b.py: error:" in done.stderr
     assert (outside / "b.py").read_text(encoding="utf-8") == GOOD
@@ -131,9 +133,7 @@ def test_file_swapped_for_a_symlink_inside_the_tree_is_not_written(tmp_path: Pat
     (project / "a.py").write_text(GOOD, encoding="utf-8")
     (project / "keep.py").write_text(GOOD, encoding="utf-8")
     hook = (
-        "if path.name == 'a.py':\n"
-        "    path.unlink()\n"
-        "    path.symlink_to(path.parent / 'keep.py')"
+        "if path.name == 'a.py':\n    path.unlink()\n    path.symlink_to(path.parent / 'keep.py')"
     )
     done = run_with_hook(tmp_path, hook, ["migrate", "a.py"], project)
     assert done.returncode == 2, done.stderr
