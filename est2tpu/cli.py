@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import os
 import signal
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -23,17 +22,15 @@ from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
 from est2tpu.discovery import parse_ignore_lines
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
+from est2tpu.streams import PROGRESS_MIN_FILES, ProgressBar, SafeStream, usable
 from est2tpu.writer import write_file
 
-__all__ = ["app", "main"]
+__all__ = ["PROGRESS_MIN_FILES", "app", "main"]
 
 #: Exit codes, shared by every command.
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # something would change (check) or needs manual work
 EXIT_ERROR = 2  # usage error, missing path, or a file that could not be processed
-
-#: Show a progress bar only for runs long enough to need one.
-PROGRESS_MIN_FILES = 20
 
 app = typer.Typer(
     name="est2tpu",
@@ -491,7 +488,7 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     options.given = file_paths
     if file_paths:
         config = options.config
-        bar = _ProgressBar(err)
+        bar = ProgressBar(err)
         results = api.migrate_paths(
             file_paths,
             target=options.target,
@@ -708,55 +705,6 @@ def _diff_bytes(diff: str, encoding: str) -> bytes:
     return b"".join(out)
 
 
-class _ProgressBar:
-    """A progress bar on a terminal that moves through a run's stages (scanning, indexing,
-    rewriting), shown only for runs long enough to need one."""
-
-    def __init__(self, err: Console) -> None:
-        self.err = err
-        self.bar: Any = None  # a rich Progress, built when first shown
-        self.task: Any = None
-        self.started = False
-        self.wanted: bool | None = None  # decided by the number of files found
-
-    def show(self, stage: str, done: int, total: int) -> None:
-        """`api.migrate_paths`'s progress callback."""
-        if self.wanted is None:
-            self.wanted = total > PROGRESS_MIN_FILES
-        if not self.wanted:
-            return
-        if self.bar is None:
-            # Imported here: a run that shows no bar (not a terminal) never loads it.
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn())
-            self.bar = Progress(*columns, console=self.err, transient=True)
-            self.task = self.bar.add_task("", total=None)
-        if not self.started:
-            self.bar.start()
-            self.started = True
-        changed = stage != self.bar.tasks[0].description
-        self.bar.update(self.task, description=stage, completed=done, total=total)
-        if changed:  # every stage is drawn, however short (the bar redraws 10 times a second)
-            self.bar.refresh()
-
-    def done_on_first(self, results: Iterator[FileResult]) -> Iterator[FileResult]:
-        """Pass results through; the bar goes when the first arrives (the work is done by
-        then: results come in a fixed order once every file is migrated)."""
-        try:
-            for result in results:
-                self.stop()
-                yield result
-        finally:
-            self.stop()
-
-    def stop(self) -> None:
-        if self.started:
-            self.bar.stop()
-            self.started = False
-        self.wanted = False
-
-
 class _Interrupted(BaseException):
     """Ctrl-C or SIGTERM, kept apart from the KeyboardInterrupt that the CLI framework turns
     into exit 1."""
@@ -770,46 +718,6 @@ def _on_signal(signum: int, frame: object) -> None:
     raise _Interrupted(signum)
 
 
-class _PipeSafe:
-    """A stream that, once its reader has gone (a closed pipe: `est2tpu migrate . | head`),
-    drops further output instead of failing: the run goes on, so that the project is not
-    left half-migrated because nobody reads the report."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._gone = False
-
-    def _reader_gone(self) -> None:
-        self._gone = True
-        # Whatever is still buffered would fail again when Python flushes at exit.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())
-            os.close(devnull)
-
-    def write(self, data: Any) -> int:
-        if not self._gone:
-            try:
-                return int(self._stream.write(data))
-            except BrokenPipeError:
-                self._reader_gone()
-        return len(data)
-
-    def flush(self) -> None:
-        if not self._gone:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._reader_gone()
-
-    @property
-    def buffer(self) -> _PipeSafe:
-        return _PipeSafe(self._stream.buffer) if not self._gone else self
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
 #: The signals that stop a run between two writes (each write holds them until it is done).
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -818,9 +726,16 @@ def main() -> None:
     """Console-script entry point."""
     previous = {sig: signal.signal(sig, _on_signal) for sig in _STOP_SIGNALS}
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
+    out, sys.stderr = SafeStream(usable(sys.stdout)), SafeStream(usable(sys.stderr))
+    sys.stdout = out
     try:
         app(prog_name="est2tpu")
+    except SystemExit:
+        if out.lost is not None:
+            # The output was the point of the run (migrated code, a diff, a report).
+            sys.stderr.write(f"est2tpu: error: cannot write the output: {out.lost}\n")
+            raise SystemExit(EXIT_ERROR) from None
+        raise
     except _Interrupted as stop:
         # Every file is whole (the writer holds these signals during a write); exit the way
         # shells expect after a signal.

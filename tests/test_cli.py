@@ -337,12 +337,13 @@ def test_diff_is_coloured_only_on_a_terminal_without_no_color(
 
 
 def test_progress_bar_moves_through_every_stage(project: Path) -> None:
-    from est2tpu.cli import PROGRESS_MIN_FILES, _ProgressBar
+    from est2tpu.cli import PROGRESS_MIN_FILES
+    from est2tpu.streams import ProgressBar
 
     paths = [write(project / f"m{i:02}.py", NOTHING_TO_DO) for i in range(PROGRESS_MIN_FILES + 5)]
     paths.append(write(project / "train.py", CLEAN_MIGRATION))
     stream = io.StringIO()
-    bar = _ProgressBar(Console(file=stream, force_terminal=True, width=100))
+    bar = ProgressBar(Console(file=stream, force_terminal=True, width=100))
     seen: list[tuple[str, int, int]] = []
 
     def show(stage: str, done: int, total: int) -> None:
@@ -360,11 +361,11 @@ def test_progress_bar_moves_through_every_stage(project: Path) -> None:
 
 
 def test_no_progress_bar_for_a_short_run(project: Path) -> None:
-    from est2tpu.cli import _ProgressBar
+    from est2tpu.streams import ProgressBar
 
     write(project / "train.py", CLEAN_MIGRATION)
     stream = io.StringIO()
-    bar = _ProgressBar(Console(file=stream, force_terminal=True, width=100))
+    bar = ProgressBar(Console(file=stream, force_terminal=True, width=100))
     assert len(list(bar.done_on_first(api.migrate_paths([project], progress=bar.show)))) == 1
     assert stream.getvalue() == ""
 
