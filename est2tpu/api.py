@@ -7,11 +7,15 @@ import importlib
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from est2tpu import catalogue, runner
 from est2tpu.cache import Cache, digest, index_digest, restore_result, stat_stamp
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.runner import Candidate, ProgressFn, RunState, Settings
+
+if TYPE_CHECKING:
+    from est2tpu.discovery import IgnorePattern
 
 # LibCST, the index and the rules load only when a file has to be parsed (`pipeline`).
 
@@ -47,7 +51,7 @@ def migrate_paths(
     target: Target = Target.TPU_ESTIMATOR,
     select: Collection[str] | None = None,
     ignore: Collection[str] = (),
-    exclude: Sequence[str] = (),
+    exclude: Sequence[str | IgnorePattern] = (),
     use_runtime: bool = True,
     per_file_ignores: Callable[[Path], Collection[str]] | None = None,
     cache: Cache | None = None,
@@ -60,6 +64,8 @@ def migrate_paths(
     skipped (by the pre-filter or a `# est2tpu: skip-file` comment) first as they are met,
     then the parsed ones. A notebook's result holds the notebook's JSON text; its findings'
     paths read `nb.ipynb:cell N` with lines counted inside that cell.
+    `exclude` holds gitignore lines (matched from each path and from the working directory)
+    or `IgnorePattern`s matched from their own base (a config file's directory).
     `per_file_ignores(path)` names rule IDs (or prefixes) switched off for one file.
     `cache` reuses results of unchanged files (see `est2tpu.cache`); `jobs` caps the worker
     processes (default: every core; 1 runs in this process). `progress(stage, done, total)`

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 import signal
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -16,11 +15,10 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from est2tpu import __version__, api, report, textio
+from est2tpu import __version__, api, report, scope, textio
 from est2tpu.cache import Cache, default_dir
 from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
-from est2tpu.discovery import parse_ignore_lines
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.streams import PROGRESS_MIN_FILES, ProgressBar, SafeStream, usable
 from est2tpu.writer import write_file
@@ -166,7 +164,8 @@ class _Options:
     target: Target
     select: list[str] | None
     ignore: list[str]
-    exclude: list[str]
+    exclude: list[str]  # --exclude: gitignore lines matched from each path and from here
+    replaced: bool  # --exclude replaces the config's `exclude`
     use_runtime: bool
     config: Config
     quiet: bool = False
@@ -426,35 +425,16 @@ def _options(
             soft_wrap=True,
         )
         return None
-    excludes = list(exclude) if exclude else list(config.exclude or ())
     use_runtime = runtime if runtime is not None else config.runtime
     return _Options(
         target=chosen_target,
         select=select_ids,
         ignore=ignore_ids,
-        exclude=[*excludes, *config.extend_exclude],
+        exclude=list(exclude or ()),
+        replaced=bool(exclude),
         use_runtime=True if use_runtime is None else use_runtime,
         config=config,
     )
-
-
-def _force_excluded(path: Path, options: _Options) -> bool:
-    """Whether the config's excludes name a file given explicitly (as pre-commit gives them)."""
-    config = options.config
-    if config.path is None:
-        return False
-    patterns = parse_ignore_lines([*(config.exclude or ()), *config.extend_exclude], config.root)
-    try:
-        rel = Path(os.path.abspath(path)).relative_to(config.root)
-    except ValueError:
-        return False
-    parts = rel.parts
-    for i in range(1, len(parts) + 1):
-        sub = "/".join(parts[:i])
-        is_dir = i < len(parts)
-        if any(p.matches(sub, is_dir) and not p.negate for p in patterns):
-            return True
-    return False
 
 
 def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: bool) -> int:
@@ -463,7 +443,7 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
         err.print(Text("error: '-' (stdin) can be given only once"))
         return EXIT_ERROR
     if options.cache and options.cache_dir is not None:
-        problem = _cache_dir_problem(options.cache_dir, paths)
+        problem = scope.cache_dir_problem(options.cache_dir, paths)
         if problem is not None:
             err.print(Text(f"error: --cache-dir {options.cache_dir}: {problem}"), soft_wrap=True)
             return EXIT_ERROR
@@ -480,27 +460,14 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     for p in paths:
         if p == "-":
             continue
-        if Path(p).is_file() and _force_excluded(Path(p), options):
+        if Path(p).is_file() and options.config.excludes(Path(p), options.replaced):
             if options.verbose:
                 err.out(f"excluded {p} (config)", highlight=False)
             continue
         file_paths.append(Path(p))
     options.given = file_paths
     if file_paths:
-        config = options.config
-        bar = ProgressBar(err)
-        results = api.migrate_paths(
-            file_paths,
-            target=options.target,
-            select=options.select,
-            ignore=options.ignore,
-            exclude=options.exclude,
-            use_runtime=options.use_runtime,
-            per_file_ignores=config.ignores_for if config.per_file_ignores else None,
-            cache=_cache(options, file_paths),
-            progress=bar.show if err.is_terminal else None,
-        )
-        for result in bar.done_on_first(results):
+        for result in _results(file_paths, mode, options, err):
             _handle(result, mode, err, show_diff=show_diff and text, options=options)
             summary.add(result)
             collected.append(result)
@@ -521,23 +488,53 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     return EXIT_OK
 
 
-def _cache_dir_problem(cache_dir: Path, paths: Sequence[str]) -> str | None:
-    """Why a --cache-dir cannot be used, or None.
-
-    A symlink would take the cache's writes wherever it points (out of the project); a
-    directory that holds a path to migrate would hide it behind the cache's `*` .gitignore.
-    """
-    if cache_dir.is_symlink():
-        return "is a symlink; give the directory it points to, or another one"
-    real = os.path.realpath(cache_dir)
-    for p in paths:
-        if p != "-" and _is_within(os.path.realpath(p), real):
-            return f"holds {p}, which is to be migrated; keep the cache in a directory of its own"
-    return None
-
-
-def _is_within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def _results(
+    given: list[Path], mode: _Mode, options: _Options, err: Console
+) -> Iterator[FileResult]:
+    """The results of the files given. A file named on its own is migrated with the project
+    around it (read, never reported nor written), so that what it imports is known; a
+    named file whose migration goes with a file that is not named and would change too is
+    not written."""
+    named = [p for p in given if not p.is_dir()]
+    config_root = options.config.root if options.config.path is not None else None
+    context = sorted({scope.project_root(p, config_root) for p in named} - set(given))
+    if options.verbose:
+        for root in context:
+            err.out(f"project: {root} (read, not reported, for the files named)", highlight=False)
+    config = options.config
+    bar = ProgressBar(err)
+    results = bar.done_on_first(
+        api.migrate_paths(
+            [*given, *context],
+            target=options.target,
+            select=options.select,
+            ignore=options.ignore,
+            exclude=[*options.exclude, *config.exclude_patterns(options.replaced)],
+            use_runtime=options.use_runtime,
+            per_file_ignores=config.ignores_for if config.per_file_ignores else None,
+            cache=_cache(options, [*given, *context]),
+            progress=bar.show if err.is_terminal else None,
+        )
+    )
+    if not context:
+        yield from results
+        return
+    mine: list[FileResult] = []
+    around: list[FileResult] = []
+    for result in results:
+        path = result.path
+        inside = path in named or any(root in path.parents for root in given if root.is_dir())
+        (mine if inside else around).append(result)
+    pending = [r for r in around if r.changed]
+    for result in mine:
+        other = next((o for o in pending if scope.related(result, o)), None)
+        if mode is _Mode.WRITE and result.changed and other is not None:
+            result.status, result.new_text = Status.FAILED, result.old_text
+            result.error = (
+                f"not written: its migration goes with {other.path}, which is not named and "
+                "would change too; name both, or migrate the directory"
+            )
+        yield result
 
 
 def _cache(options: _Options, roots: Sequence[Path]) -> Cache | None:
@@ -584,7 +581,7 @@ def _handle(
         _print_diff(result)
     if mode is _Mode.WRITE:
         try:
-            lost = _write(result, _trees(result.path, options.given))
+            lost = _write(result, scope.trees(result.path, options.given))
         except (OSError, MigrationError) as exc:
             result.status = Status.FAILED
             if isinstance(exc, OSError):
@@ -609,19 +606,6 @@ def _write(result: FileResult, trees: Sequence[str]) -> list[str]:
     new = textio.encode(result.new_text, result.encoding, result.bom)
     # The file may have been edited since it was read: never overwrite someone's edit.
     return write_file(result.path, new, expected=old, trees=trees).lost
-
-
-def _trees(path: Path, given: Sequence[Path]) -> list[str]:
-    """The real directories a file found under ``given`` may be written in: the directory
-    it was found under, or for a file named itself, its own directory and the working one
-    (as the walk allows a symlink)."""
-    for root in given:
-        if root == path:
-            return [os.path.realpath(path.absolute().parent), os.path.realpath(os.getcwd())]
-    for root in given:
-        if root.is_dir() and root in path.parents:
-            return [os.path.realpath(root)]
-    return [os.path.realpath(os.getcwd())]
 
 
 def _stdin(

@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_EXCLUDED_DIRS",
     "IgnorePattern",
     "discover",
+    "is_ignored",
     "parse_ignore_lines",
     "wildmatch",
 ]
@@ -288,6 +289,17 @@ def _read_ignore_file(path: Path, base: Path) -> list[IgnorePattern]:
     return parse_ignore_lines(text.splitlines(), base)
 
 
+def is_ignored(path: Path | str, patterns: Sequence[IgnorePattern]) -> bool:
+    """Whether git would ignore the file ``path`` under ``patterns`` (one .gitignore's lines,
+    or several, outermost first): it or a directory above it matches, the last matching
+    line deciding; a file below an ignored directory stays ignored whatever `!` says."""
+    parts = os.path.abspath(path).split(os.sep)
+    for i in range(2, len(parts) + 1):
+        if _is_ignored(os.sep.join(parts[:i]), i < len(parts), patterns):
+            return True
+    return False
+
+
 def _is_ignored(path: Path | str, is_dir: bool, patterns: Sequence[IgnorePattern]) -> bool:
     """Last matching pattern wins; patterns are ordered outermost file first.
 
@@ -435,6 +447,7 @@ class _Walk:
     real_root: str
     excludes: list[IgnorePattern]
     cwd_excludes: list[IgnorePattern]
+    based: list[IgnorePattern]  # each matched from its own base (a config file's directory)
     # (path below the root, split at separators, for sorting; what to yield; real path)
     found: list[tuple[list[str], Path | tuple[Path, str], str | None]]
     links: list[tuple[list[str], Path, str]]  # symlinked files inside the tree: target
@@ -445,8 +458,10 @@ class _Walk:
         return self.given / rel if rel else self.given
 
     def excluded(self, path: str, is_dir: bool) -> bool:
-        return _is_ignored(path, is_dir, self.excludes) or _is_ignored(
-            path, is_dir, self.cwd_excludes
+        return (
+            _is_ignored(path, is_dir, self.excludes)
+            or _is_ignored(path, is_dir, self.cwd_excludes)
+            or _is_ignored(path, is_dir, self.based)
         )
 
     def add(self, rel: str, item: Path | tuple[Path, str], real: str | None) -> None:
@@ -553,15 +568,16 @@ def _explicit_link_outside(given: Path, real: str) -> str | None:
 
 
 def discover(
-    paths: Sequence[Path | str], *, exclude: Sequence[str] = ()
+    paths: Sequence[Path | str], *, exclude: Sequence[str | IgnorePattern] = ()
 ) -> Iterator[Path | tuple[Path, str]]:
     """Yield the files to migrate under ``paths``, in a deterministic (sorted) order.
 
     Directories are walked for ``*.py`` and ``*.ipynb``; ``.gitignore`` files in the walked
     directories and in their parents up to the git root are honoured, as are
     :data:`DEFAULT_EXCLUDED_DIRS`, any directory holding a ``pyvenv.cfg``, and the
-    gitignore-style ``exclude`` patterns (matched relative to each walked root and to the
-    current directory). Symlinks are never followed out of the walked root, and no real
+    gitignore-style ``exclude`` patterns: a line of text is matched relative to each walked
+    root and to the current directory; an :class:`IgnorePattern` relative to its own
+    ``base`` only (a config file's directory). Symlinks are never followed out of the walked root, and no real
     file is yielded twice.
 
     A path given explicitly is always yielded, whatever the excludes say. A problem is
@@ -570,7 +586,9 @@ def discover(
     a regular file (a FIFO would block the run forever).
     """
     seen: set[str] = set()
-    cwd_excludes = parse_ignore_lines(exclude, Path.cwd())
+    lines = [e for e in exclude if isinstance(e, str)]
+    based = [e for e in exclude if isinstance(e, IgnorePattern)]
+    cwd_excludes = parse_ignore_lines(lines, Path.cwd())
     for raw in paths:
         given = Path(raw)
         if not os.path.exists(given):
@@ -592,8 +610,9 @@ def discover(
             given=given,
             root=root,
             real_root=os.path.realpath(given),
-            excludes=parse_ignore_lines(exclude, Path(root)),
+            excludes=parse_ignore_lines(lines, Path(root)),
             cwd_excludes=cwd_excludes,
+            based=based,
             found=[],
             links=[],
         )

@@ -1,0 +1,70 @@
+"""What a command-line run reads, reports and may write: the project around the files named,
+and the directories a file may be written in."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from est2tpu.ftypes import FileResult
+
+__all__ = ["cache_dir_problem", "is_within", "project_root", "related", "trees"]
+
+
+def is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def trees(path: Path, given: Sequence[Path]) -> list[str]:
+    """The real directories a file found under ``given`` may be written in: the directory
+    it was found under, or for a file named itself, its own directory and the working one
+    (the walk allows a symlink into either)."""
+    for root in given:
+        if root == path:
+            return [os.path.realpath(path.absolute().parent), os.path.realpath(os.getcwd())]
+    for root in given:
+        if root.is_dir() and root in path.parents:
+            return [os.path.realpath(root)]
+    return [os.path.realpath(os.getcwd())]
+
+
+def project_root(path: Path, config_root: Path | None) -> Path:
+    """The project a file named on its own belongs to: the directory of the config that
+    applies to it, else its git work tree, else its own directory (relative to the working
+    directory when inside it)."""
+    absolute = Path(os.path.abspath(path))
+    found = absolute.parent
+    if config_root is not None and config_root in absolute.parents:
+        found = config_root
+    else:
+        found = next((d for d in absolute.parents if (d / ".git").exists()), found)
+    # Spelled from the working directory when inside it, as the files it holds are reported.
+    here = Path.cwd()
+    return Path(os.path.relpath(found, here)) if found == here or here in found.parents else found
+
+
+def cache_dir_problem(cache_dir: Path, paths: Sequence[str]) -> str | None:
+    """Why a --cache-dir cannot be used, or None.
+
+    A symlink would take the cache's writes wherever it points (out of the project); a
+    directory that holds a path to migrate would hide it behind the cache's `*` .gitignore.
+    """
+    if cache_dir.is_symlink():
+        return "is a symlink; give the directory it points to, or another one"
+    real = os.path.realpath(cache_dir)
+    for p in paths:
+        if p != "-" and is_within(os.path.realpath(p), real):
+            return f"holds {p}, which is to be migrated; keep the cache in a directory of its own"
+    return None
+
+
+def _words(result: FileResult) -> set[str]:
+    return set(re.findall(r"\w+", result.old_text or ""))
+
+
+def related(named: FileResult, other: FileResult) -> bool:
+    """Whether two files of a project may depend on each other: either spells the other's
+    module name (an import, a use). Over-approximates, never misses an import."""
+    return other.path.stem in _words(named) or named.path.stem in _words(other)
