@@ -561,8 +561,8 @@ def _write_report(results: list[FileResult], output: OutputFormat, *, with_diff:
         rendered = report.sarif_report(results, api.all_rules())
     else:
         rendered = report.junit_report(results)
-    sys.stdout.write(rendered)
-    sys.stdout.flush()
+    # Every format is a UTF-8 document, whatever the locale says stdout's encoding is.
+    _write_stdout(rendered.encode("utf-8", "backslashreplace"))
 
 
 def _handle(
