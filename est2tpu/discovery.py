@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -282,11 +283,15 @@ def parse_ignore_lines(lines: Iterable[str], base: Path) -> list[IgnorePattern]:
 
 
 def _read_ignore_file(path: Path, base: Path) -> list[IgnorePattern]:
+    """A .gitignore's patterns, read as git reads it: bytes, a UTF-8 BOM skipped, lines split
+    at "\n" only. Its bytes are decoded as file names are (`os.fsdecode`), so a name that
+    is not UTF-8, listed literally, matches that very file."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = path.read_bytes()
     except OSError:
         return []  # an unreadable .gitignore is not worth failing the run for
-    return parse_ignore_lines(text.splitlines(), base)
+    data = data.removeprefix(codecs.BOM_UTF8)
+    return parse_ignore_lines(os.fsdecode(data).split("\n"), base)
 
 
 def is_ignored(path: Path | str, patterns: Sequence[IgnorePattern]) -> bool:
