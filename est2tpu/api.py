@@ -45,6 +45,22 @@ def migrate_source(
     return pipeline.migrate_source(text, target, path, select, ignore, use_runtime)
 
 
+def migrate_notebook(
+    data: bytes,
+    *,
+    target: Target = Target.TPU_ESTIMATOR,
+    path: str = "-",
+    select: Collection[str] | None = None,
+    ignore: Collection[str] = (),
+    use_runtime: bool = True,
+) -> FileResult:
+    """Migrate one notebook's JSON (its bytes) on its own; the result's texts are the JSON.
+    Its findings' paths read `PATH:cell N`, with lines counted inside that cell."""
+    from est2tpu import pipeline
+
+    return pipeline.migrate_notebook(data, target, path, select, ignore, use_runtime)
+
+
 def migrate_paths(
     paths: Sequence[Path],
     *,

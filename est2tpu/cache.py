@@ -131,7 +131,9 @@ class Cache:
         self.settings = settings
         # One file per tool version, settings and set of paths: runs over different
         # projects do not evict each other.
-        where = [str(Path(p).resolve()) for p in roots]
+        # realpath, not Path.resolve: a symlink loop among the paths is that file's error
+        # (reported by the walk), not a crash of the cache.
+        where = [os.path.realpath(p) for p in roots]
         name = digest(tool_fingerprint(), settings, *where)[:24]
         self.file = directory / f"results-{name}.json"
         self._index: dict[str, str] = {}

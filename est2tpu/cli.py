@@ -39,6 +39,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     # Locals would print users' source code into bug reports.
     pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -69,6 +70,11 @@ class _Mode(enum.Enum):
 def _stderr() -> Console:
     # Built per command so that the stream (and so TTY/NO_COLOR detection) is the current one.
     return Console(stderr=True, highlight=False)
+
+
+def _error(message: str) -> None:
+    """A usage or config error: one line on stderr, never wrapped."""
+    _stderr().out(f"error: {' '.join(message.split())}", highlight=False)
 
 
 def _stdout() -> Console:
@@ -126,6 +132,7 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         help="Read [tool.est2tpu] from this file instead of the nearest pyproject.toml.",
+        metavar="FILE",
         dir_okay=False,
         show_default=False,
     ),
@@ -140,7 +147,9 @@ CacheDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--cache-dir",
-        help="Where to keep the results cache [default: $XDG_CACHE_HOME/est2tpu].",
+        help="Where to keep the results cache [default: est2tpu in $XDG_CACHE_HOME, or in "
+        "~/.cache].",
+        metavar="DIR",
         file_okay=False,
         show_default=False,
     ),
@@ -197,7 +206,8 @@ def migrate(
 
     With '-', read source from stdin and print the migrated code to stdout.
     Exit 0 when every file was processed and nothing needs manual work, 1 when findings
-    remain, 2 when any file could not be processed.
+    remain (with --diff, also when a file would change), 2 when any file could not be
+    processed.
     """
     mode = _Mode.DIFF if diff else _Mode.WRITE
     options = _options(paths, config, target, select, ignore, exclude, no_runtime)
@@ -244,7 +254,7 @@ def check(
     processed.
     """
     if diff and output_format not in (OutputFormat.TEXT, OutputFormat.JSON):
-        _stderr().print(Text("error: --diff goes with --output-format text or json"))
+        _error("--diff goes with --output-format text or json")
         raise typer.Exit(EXIT_ERROR)
     options = _options(paths, config, target, select, ignore, exclude, no_runtime)
     if options is None:
@@ -269,7 +279,7 @@ def explain(
     try:
         info = api.get_rule(rule_id)
     except KeyError:
-        _stderr().print(Text(f"error: unknown rule ID {rule_id!r}; `est2tpu rules` lists them all"))
+        _error(f"unknown rule ID {rule_id!r}; `est2tpu rules` lists them all")
         raise typer.Exit(EXIT_ERROR) from None
     text = report.rule_markdown(info, example=_example(info.id))
     out = _stdout()
@@ -347,7 +357,7 @@ def verify(
             progress=lambda message: _stderr().out(message, highlight=False),
         )
     except verifier.VerifyError as exc:
-        _stderr().print(Text(f"error: {exc}"))
+        _error(str(exc))
         raise typer.Exit(EXIT_ERROR) from None
     _stdout().print(verifier.render(result))
     raise typer.Exit(result.exit_code)
@@ -397,32 +407,26 @@ def _options(
     runtime: bool | None,
 ) -> _Options | None:
     """Merge the command line over the configuration; None (after saying why) on an error."""
-    err = _stderr()
     try:
         config = load_for(paths, config_file)
     except ConfigError as exc:
-        err.print(Text(f"error: {exc}"))
+        _error(str(exc))
         return None
     select_ids = _split_ids(select) if select else config.select
     ignore_ids = _split_ids(ignore) if ignore else list(config.ignore)
     pfi = [i for ids in config.per_file_ignores.values() for i in ids]
     unknown = _unknown_ids([*(select_ids or ()), *ignore_ids, *pfi])
     if unknown:
-        err.print(
-            Text(f"error: unknown rule ID(s): {', '.join(unknown)}; `est2tpu rules` lists them")
-        )
+        _error(f"unknown rule ID(s): {', '.join(unknown)}; `est2tpu rules` lists them")
         return None
     chosen_target = target or config.target or Target.TPU_ESTIMATOR
     if not _selected_rules(chosen_target, select_ids, ignore_ids):
         # A run of no rule would "pass" every check; that is never what was meant.
         chosen = "all rules" if select_ids is None else f"--select {','.join(select_ids)!r}"
         minus = f" minus --ignore {','.join(ignore_ids)!r}" if ignore_ids else ""
-        err.print(
-            Text(
-                f"error: {chosen}{minus} leaves no rule to run for --target "
-                f"{chosen_target.value}; `est2tpu rules` lists them"
-            ),
-            soft_wrap=True,
+        _error(
+            f"{chosen}{minus} leaves no rule to run for --target "
+            f"{chosen_target.value}; `est2tpu rules` lists them"
         )
         return None
     use_runtime = runtime if runtime is not None else config.runtime
@@ -440,12 +444,12 @@ def _options(
 def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: bool) -> int:
     err = _stderr()
     if paths.count("-") > 1:
-        err.print(Text("error: '-' (stdin) can be given only once"))
+        _error("'-' (stdin) can be given only once")
         return EXIT_ERROR
     if options.cache and options.cache_dir is not None:
         problem = scope.cache_dir_problem(options.cache_dir, paths)
         if problem is not None:
-            err.print(Text(f"error: --cache-dir {options.cache_dir}: {problem}"), soft_wrap=True)
+            _error(f"--cache-dir {options.cache_dir}: {problem}")
             return EXIT_ERROR
     text = options.output is OutputFormat.TEXT
     if options.verbose and options.config.path is not None:
@@ -483,7 +487,8 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
         return EXIT_ERROR
     if summary.total_findings:
         return EXIT_FINDINGS
-    if mode is _Mode.CHECK and summary.changed:
+    if mode is not _Mode.WRITE and summary.changed:
+        # `check`, and `migrate --diff` as ruff and pyupgrade treat --diff: a check.
         return EXIT_FINDINGS
     return EXIT_OK
 
@@ -595,7 +600,8 @@ def _handle(
             err.out(f"migrated {result.path} ({'; '.join(lost)})", highlight=False)
         elif not quiet:
             err.out(f"migrated {result.path}", highlight=False)
-    elif mode is _Mode.CHECK and not quiet:
+    elif mode is _Mode.CHECK and options.output is OutputFormat.TEXT:
+        # Said even with --quiet: a check that fails names what fails it.
         err.out(f"would migrate {result.path}", highlight=False)
 
 
@@ -613,26 +619,35 @@ def _stdin(
 ) -> FileResult:
     data = sys.stdin.buffer.read()
     try:
-        decoded = textio.decode(data)
+        decoded = None if _is_notebook(data) else textio.decode(data)
     except MigrationError as exc:
         result = FileResult(Path("-"), Status.FAILED, error=str(exc))
     else:
-        result = api.migrate_source(
-            decoded.text,
-            target=options.target,
-            path="-",
-            select=options.select,
-            ignore=options.ignore,
-            use_runtime=options.use_runtime,
-        )
-        result.encoding, result.bom, result.newline = (
-            decoded.encoding,
-            decoded.bom,
-            decoded.newline,
-        )
+        if decoded is None:
+            result = api.migrate_notebook(
+                data,
+                target=options.target,
+                path="-",
+                select=options.select,
+                ignore=options.ignore,
+                use_runtime=options.use_runtime,
+            )
+        else:
+            result = api.migrate_source(
+                decoded.text,
+                target=options.target,
+                path="-",
+                select=options.select,
+                ignore=options.ignore,
+                use_runtime=options.use_runtime,
+            )
+            result.encoding, result.bom = decoded.encoding, decoded.bom
+            result.newline = decoded.newline
     summary.add(result)
     if result.status is Status.FAILED:
         err.out(report.failure_line(result), highlight=False)
+    elif result.changed and mode is _Mode.CHECK and options.output is OutputFormat.TEXT:
+        err.out("would migrate -", highlight=False)
     if show_diff:
         _print_diff(result)
     elif mode is _Mode.WRITE:
@@ -645,6 +660,18 @@ def _stdin(
         for line in report.finding_lines(result):
             err.out(line, highlight=False)
     return result
+
+
+def _is_notebook(data: bytes) -> bool:
+    """Whether stdin holds a Jupyter notebook (JSON with a `cells` list and `nbformat`),
+    not Python: a notebook is never migrated as if it were a dict literal."""
+    if not data.lstrip().startswith(b"{"):
+        return False
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("cells"), list) and "nbformat" in doc
 
 
 def _write_stdout(data: bytes) -> None:
@@ -706,6 +733,29 @@ def _on_signal(signum: int, frame: object) -> None:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+#: The command-line framework's own error class (click's, or the copy typer vendors).
+_CLICK_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+
+def _invoke() -> int:
+    """Run the app; its exit code. A usage error is one line (`error: ...`) on stderr
+    unless stderr is a terminal, where the framework shows it with its usage line."""
+    try:
+        done = app(prog_name="est2tpu", standalone_mode=False)
+    except _CLICK_ERROR as exc:
+        if sys.stderr.isatty() or type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]
+        else:
+            message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (`{ctx.command_path} -h` for help)" if ctx is not None else ""
+            sys.stderr.write(f"error: {message}{hint}\n")
+        return int(getattr(exc, "exit_code", EXIT_ERROR))
+    return done if isinstance(done, int) else EXIT_OK
+
+
 def main() -> None:
     """Console-script entry point."""
     previous = {sig: signal.signal(sig, _on_signal) for sig in _STOP_SIGNALS}
@@ -713,13 +763,12 @@ def main() -> None:
     out, sys.stderr = SafeStream(usable(sys.stdout)), SafeStream(usable(sys.stderr))
     sys.stdout = out
     try:
-        app(prog_name="est2tpu")
-    except SystemExit:
+        code = _invoke()
         if out.lost is not None:
             # The output was the point of the run (migrated code, a diff, a report).
             sys.stderr.write(f"est2tpu: error: cannot write the output: {out.lost}\n")
-            raise SystemExit(EXIT_ERROR) from None
-        raise
+            code = EXIT_ERROR
+        raise SystemExit(code)
     except _Interrupted as stop:
         # Every file is whole (the writer holds these signals during a write); exit the way
         # shells expect after a signal.

@@ -87,6 +87,9 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        # Python's TOML parser recurses once per nested array or inline table.
+        raise ConfigError(f"{path}: cannot read: arrays or tables nested too deeply") from None
 
 
 def _table(data: dict[str, Any], path: Path) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -558,6 +559,18 @@ class _Walk:
             self.links.append((rel.split(os.sep), self.spelled(rel), target))
 
 
+def _missing(path: Path) -> str:
+    """Why a path named on the command line cannot be opened."""
+    if not os.path.islink(path):
+        return "no such file or directory"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink loop (the link leads back to itself)"
+    return "broken symlink"
+
+
 def _explicit_link_outside(given: Path, real: str) -> str | None:
     """Why a file named on the command line is a symlink out of the tree, or None.
 
@@ -597,14 +610,16 @@ def discover(
     for raw in paths:
         given = Path(raw)
         if not os.path.exists(given):
-            reason = "broken symlink" if os.path.islink(given) else "no such file or directory"
-            yield (given, reason)
+            seen.add(_problem_key(given))
+            yield (given, _missing(given))
             continue
         if not given.is_dir():
             real = os.path.realpath(given)
             if (odd := _not_regular(given)) is not None:
+                seen.add(_problem_key(given))
                 yield (given, odd)
             elif (outside := _explicit_link_outside(given, real)) is not None:
+                seen.add(_problem_key(given))
                 yield (given, outside)
             elif real not in seen:
                 seen.add(real)
@@ -636,8 +651,16 @@ def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
     ]
     items.sort(key=lambda entry: entry[0])
     for _, item, real in items:
-        if real is not None:
-            if real in seen:
-                continue
-            seen.add(real)
+        key = (
+            real if real is not None else _problem_key(item[0]) if isinstance(item, tuple) else None
+        )
+        if key is not None:
+            if key in seen:
+                continue  # said once, even when its directory is given too
+            seen.add(key)
         yield item
+
+
+def _problem_key(path: Path) -> str:
+    """How a path that cannot be migrated is told apart from the real paths in `seen`."""
+    return "\0" + os.path.abspath(path)

@@ -173,7 +173,7 @@ def test_migrate_diff_writes_nothing(runner: CliRunner, project: Path) -> None:
     write(project / "train.py", CLEAN_MIGRATION)
     before = snapshot_files(project)
     result = runner.invoke(app, ["migrate", "--diff", "train.py"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # --diff is a check: changes pending
     assert snapshot_files(project) == before
     assert result.stdout.startswith("--- a/train.py\n+++ b/train.py\n@@")
     assert "+est = tf.compat.v1.estimator.tpu.TPUEstimator(" in result.stdout
@@ -264,7 +264,7 @@ def test_migrate_stdin_undecodable_passes_input_through_and_exits_2(
 
 def test_migrate_stdin_diff(runner: CliRunner, project: Path) -> None:
     result = runner.invoke(app, ["migrate", "--diff", "-"], input=CLEAN_MIGRATION)
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # --diff is a check: changes pending
     assert result.stdout.startswith("--- a/-\n+++ b/-\n")
 
 
