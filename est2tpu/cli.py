@@ -357,7 +357,7 @@ def verify(
             progress=lambda message: _stderr().out(message, highlight=False),
         )
     except verifier.VerifyError as exc:
-        _error(str(exc))
+        _stderr().print(Text(f"error: {exc}"))
         raise typer.Exit(EXIT_ERROR) from None
     _stdout().print(verifier.render(result))
     raise typer.Exit(result.exit_code)
