@@ -502,10 +502,10 @@ def _results(
     not written."""
     named = [p for p in given if not p.is_dir()]
     config_root = options.config.root if options.config.path is not None else None
-    context = sorted({scope.project_root(p, config_root) for p in named} - set(given))
+    context = [p for p in scope.around(named, config_root) if p not in given]
     if options.verbose:
-        for root in context:
-            err.out(f"project: {root} (read, not reported, for the files named)", highlight=False)
+        for path in context:
+            err.out(f"project: {path} (read, not reported, for the files named)", highlight=False)
     config = options.config
     bar = ProgressBar(err)
     results = bar.done_on_first(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from est2tpu.ftypes import FileResult
 
-__all__ = ["cache_dir_problem", "is_within", "project_root", "related", "trees"]
+__all__ = ["around", "cache_dir_problem", "is_within", "related", "trees"]
 
 
 def is_within(path: str, root: str) -> bool:
@@ -30,19 +30,36 @@ def trees(path: Path, given: Sequence[Path]) -> list[str]:
     return [os.path.realpath(os.getcwd())]
 
 
-def project_root(path: Path, config_root: Path | None) -> Path:
-    """The project a file named on its own belongs to: the directory of the config that
-    applies to it, else its git work tree, else its own directory (relative to the working
-    directory when inside it)."""
-    absolute = Path(os.path.abspath(path))
-    found = absolute.parent
-    if config_root is not None and config_root in absolute.parents:
-        found = config_root
-    else:
-        found = next((d for d in absolute.parents if (d / ".git").exists()), found)
-    # Spelled from the working directory when inside it, as the files it holds are reported.
+def around(named: Sequence[Path], config_root: Path | None) -> list[Path]:
+    """The project around files named on their own, to be read with them: the directory of
+    the config that applies to a file, else its git work tree, else the Python files and
+    notebooks beside it (its directory alone, not walked: it may be a home directory).
+    Spelled from the working directory when inside it, as the files it holds are reported.
+    """
     here = Path.cwd()
-    return Path(os.path.relpath(found, here)) if found == here or here in found.parents else found
+    out: dict[Path, None] = {}
+    for path in named:
+        absolute = Path(os.path.abspath(path))
+        root = None
+        if config_root is not None and config_root in absolute.parents:
+            root = config_root
+        else:
+            root = next((d for d in absolute.parents if (d / ".git").exists()), None)
+        if root is not None:
+            out[_spelled(root, here)] = None
+            continue
+        try:
+            beside = sorted(absolute.parent.iterdir())
+        except OSError:
+            continue
+        for other in beside:
+            if other.suffix in (".py", ".ipynb") and other != absolute:
+                out[_spelled(other, here)] = None
+    return [p for p in out if p not in named]
+
+
+def _spelled(path: Path, here: Path) -> Path:
+    return Path(os.path.relpath(path, here)) if path == here or here in path.parents else path
 
 
 def cache_dir_problem(cache_dir: Path, paths: Sequence[str]) -> str | None:

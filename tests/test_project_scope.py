@@ -161,8 +161,12 @@ def test_file_named_alone_is_judged_with_the_project_around_it(tmp_path: Path) -
 def test_file_named_alone_from_another_directory_finds_its_project(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     migrated_project(root / "trainer")
-    done = est2tpu(tmp_path, "check", "repo/trainer/task.py")
+    write(root / "trainer" / "sub" / "deep.py", GOOD)
+    done = est2tpu(tmp_path, "check", "-v", "repo/trainer/task.py")
     assert done.returncode == 0, done.stderr
+    # No git, no config: the files beside it are its project; no directory is walked.
+    assert "project: repo/trainer/model.py" in done.stderr
+    assert "deep.py" not in done.stderr
 
 
 def test_named_file_whose_migration_needs_an_unnamed_one_is_not_written(tmp_path: Path) -> None:
