@@ -81,7 +81,13 @@ def _words(result: FileResult) -> set[str]:
     return set(re.findall(r"\w+", result.old_text or ""))
 
 
+def _module_name(path: Path) -> str:
+    """The last part of the name a file is imported by (a package's `__init__.py`: the
+    package's)."""
+    return path.absolute().parent.name if path.stem == "__init__" else path.stem
+
+
 def related(named: FileResult, other: FileResult) -> bool:
     """Whether two files of a project may depend on each other: either spells the other's
     module name (an import, a use). Over-approximates, never misses an import."""
-    return other.path.stem in _words(named) or named.path.stem in _words(other)
+    return _module_name(other.path) in _words(named) or _module_name(named.path) in _words(other)
