@@ -86,6 +86,34 @@ def test_rewrite_locations_are_lines_of_the_users_file(tmp_path: Path) -> None:
     assert failure is not None and f"TPU007: {ESTIMATOR_LINE}:" in (failure.text or "")
 
 
+def test_rewrite_locations_in_a_notebook_are_lines_of_their_cell(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    split = PROGRAM.index("\n\nest = ")
+    sources = [PROGRAM[:split] + "\n", PROGRAM[split + 2 :]]
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": text.splitlines(keepends=True),
+        }
+        for text in sources
+    ]
+    doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (root / "nb.ipynb").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    code, out, err = check(root, "json")
+    assert code == 1, err
+    [entry] = json.loads(out)["files"]
+    assert entry["edits"]
+    for edit in entry["edits"]:
+        cell_lines = sources[edit["cell"] - 1].count("\n")
+        assert 1 <= edit["line"] <= cell_lines, edit
+    [estimator] = [e for e in entry["edits"] if e["rule"] == "TPU007"]
+    assert (estimator["cell"], estimator["line"]) == (2, 1)
+
+
 def test_github_lists_findings_before_rewrites(tmp_path: Path) -> None:
     root = tmp_path / "p"
     root.mkdir()
