@@ -97,7 +97,8 @@ def migrate_notebook(
         if not nb.python or suppressions.skips_file(nb.head):
             result.status = Status.SKIPPED
             return
-        cand = Candidate(result, parse(nb.program), [Path(path).stem or "notebook"], nb)
+        name = Path(path).stem if path != "-" else "__main__"
+        cand = Candidate(result, parse(nb.program), [name], nb)
         index = _build_index([cand], use_runtime, target)
         _finish(cand, index, target, select, list(ignore), use_runtime)
 
