@@ -7,11 +7,15 @@ import importlib
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from est2tpu import catalogue, runner
 from est2tpu.cache import Cache, digest, index_digest, restore_result, stat_stamp
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.runner import Candidate, ProgressFn, RunState, Settings
+
+if TYPE_CHECKING:
+    from est2tpu.discovery import IgnorePattern
 
 # LibCST, the index and the rules load only when a file has to be parsed (`pipeline`).
 
@@ -41,13 +45,29 @@ def migrate_source(
     return pipeline.migrate_source(text, target, path, select, ignore, use_runtime)
 
 
+def migrate_notebook(
+    data: bytes,
+    *,
+    target: Target = Target.TPU_ESTIMATOR,
+    path: str = "-",
+    select: Collection[str] | None = None,
+    ignore: Collection[str] = (),
+    use_runtime: bool = True,
+) -> FileResult:
+    """Migrate one notebook's JSON (its bytes) on its own; the result's texts are the JSON.
+    Its findings' paths read `PATH:cell N`, with lines counted inside that cell."""
+    from est2tpu import pipeline
+
+    return pipeline.migrate_notebook(data, target, path, select, ignore, use_runtime)
+
+
 def migrate_paths(
     paths: Sequence[Path],
     *,
     target: Target = Target.TPU_ESTIMATOR,
     select: Collection[str] | None = None,
     ignore: Collection[str] = (),
-    exclude: Sequence[str] = (),
+    exclude: Sequence[str | IgnorePattern] = (),
     use_runtime: bool = True,
     per_file_ignores: Callable[[Path], Collection[str]] | None = None,
     cache: Cache | None = None,
@@ -60,6 +80,8 @@ def migrate_paths(
     skipped (by the pre-filter or a `# est2tpu: skip-file` comment) first as they are met,
     then the parsed ones. A notebook's result holds the notebook's JSON text; its findings'
     paths read `nb.ipynb:cell N` with lines counted inside that cell.
+    `exclude` holds gitignore lines (matched from each path and from the working directory)
+    or `IgnorePattern`s matched from their own base (a config file's directory).
     `per_file_ignores(path)` names rule IDs (or prefixes) switched off for one file.
     `cache` reuses results of unchanged files (see `est2tpu.cache`); `jobs` caps the worker
     processes (default: every core; 1 runs in this process). `progress(stage, done, total)`
@@ -83,12 +105,15 @@ def migrate_paths(
     # A file the pre-filter skipped last time, unchanged since (by its stat): skipped unread.
     stamps: dict[Path, str | None] = {}
     known: dict[Path, FileResult] = {}
+    contents: dict[Path, str] = {}  # a skipped file -> the digest of its bytes
     if cache is not None:
         now = time.time()
         for path in tasks:
             stamps[path] = stamp = stat_stamp(path, now)
-            if cache.unmatched(path, stamp):
+            seen = cache.unmatched(path, stamp)
+            if seen is not None:
                 known[path] = FileResult(path, Status.SKIPPED)
+                contents[path] = seen
         tasks = [path for path in tasks if path not in known]
 
     def scanned(done: int) -> None:
@@ -125,8 +150,9 @@ def migrate_paths(
             scan = next(scans)
             ordered.append(scan)
             if cache is not None and _unmatched(scan):
-                cache.put_unmatched(item, stamps[item])
-    yield from _migrate_scanned(ordered, state, per_file_ignores, cache, jobs, progress)
+                contents[item] = _contents_digest(item)
+                cache.put_unmatched(item, stamps[item], contents[item])
+    yield from _migrate_scanned(ordered, state, per_file_ignores, cache, jobs, progress, contents)
 
 
 def _unmatched(scan: FileResult | Candidate) -> bool:
@@ -141,6 +167,7 @@ def _migrate_scanned(
     cache: Cache | None,
     jobs: int,
     progress: ProgressFn | None,
+    contents: dict[Path, str],
 ) -> Iterator[FileResult]:
     cands = state.cands = [c for c in ordered if isinstance(c, Candidate)]
     state.skipped = [
@@ -153,12 +180,19 @@ def _migrate_scanned(
     early: dict[int, bool] = {}  # candidate -> reported as met (it failed before the index)
     done: set[int] = set()
 
-    inputs_key = digest(
-        str(state.settings.use_runtime),
-        *(f"{c.result.path}\0{' '.join(c.names)}\0{c.digest}" for c in cands),
-        # the index looks in skipped files for calls of a helper it rewrites (not at their
-        # contents again on a warm run: a call added to one is seen once another file changes)
-        *(f"skipped\0{path}" for path in state.skipped),
+    inputs_key = (
+        digest(
+            str(state.settings.use_runtime),
+            *(f"{c.result.path}\0{' '.join(c.names)}\0{c.digest}" for c in cands),
+            # the index looks in skipped files for calls of a helper it rewrites: each is keyed
+            # by its contents (a skip-file comment's file too)
+            *(
+                f"skipped\0{path}\0{contents.get(path) or _contents_digest(path)}"
+                for path in state.skipped
+            ),
+        )
+        if cache is not None
+        else ""
     )
     facts = cache.index_for(inputs_key) if cache is not None else None
 
@@ -228,6 +262,14 @@ def _migrate_scanned(
     for cid, cand in enumerate(cands):
         if not early[cid]:
             yield cand.result
+
+
+def _contents_digest(path: Path) -> str:
+    """A digest of a file's bytes (read again: the scan keeps no skipped file's bytes)."""
+    try:
+        return digest(path.read_bytes())
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
 
 
 def _cost(state: RunState, cid: int) -> int:

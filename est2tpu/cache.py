@@ -131,15 +131,17 @@ class Cache:
         self.settings = settings
         # One file per tool version, settings and set of paths: runs over different
         # projects do not evict each other.
-        where = [str(Path(p).resolve()) for p in roots]
+        # realpath, not Path.resolve: a symlink loop among the paths is that file's error
+        # (reported by the walk), not a crash of the cache.
+        where = [os.path.realpath(p) for p in roots]
         name = digest(tool_fingerprint(), settings, *where)[:24]
         self.file = directory / f"results-{name}.json"
         self._index: dict[str, str] = {}
         self._files: dict[str, Any] = {}
         self._new_index: dict[str, str] = {}
         self._new_files: dict[str, Any] = {}
-        self._unmatched: dict[str, str] = {}
-        self._new_unmatched: dict[str, str] = {}
+        self._unmatched: dict[str, Any] = {}  # path -> [stat stamp, digest of the bytes]
+        self._new_unmatched: dict[str, Any] = {}
         self._loaded = False  # a well-formed file was read
         self.hits = 0
         self.misses = 0
@@ -167,20 +169,23 @@ class Cache:
 
     # -- files the byte pre-filter skipped, by their stat ----------------------------------
 
-    def unmatched(self, path: Path, stamp: str | None) -> bool:
+    def unmatched(self, path: Path, stamp: str | None) -> str | None:
         """Did the pre-filter skip this very file (same path, inode, size, mtime and ctime)?
+        Then the digest of its bytes (as they were when it was skipped), else None.
 
         A warm run then neither reads nor scans it: most files of a big tree are skipped,
         and reading them was most of a warm run's time.
         """
-        if stamp is None or self._unmatched.get(str(path)) != stamp:
-            return False
-        self._new_unmatched[str(path)] = stamp
-        return True
+        entry = self._unmatched.get(str(path)) if stamp is not None else None
+        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp):
+            return None
+        self._new_unmatched[str(path)] = entry
+        return str(entry[1])
 
-    def put_unmatched(self, path: Path, stamp: str | None) -> None:
+    def put_unmatched(self, path: Path, stamp: str | None, contents: str) -> None:
+        """Remember a file the pre-filter skipped: its stat stamp and the digest of its bytes."""
         if stamp is not None:
-            self._new_unmatched[str(path)] = stamp
+            self._new_unmatched[str(path)] = [stamp, contents]
 
     # -- the project index: its inputs -> the digest of its facts ------------------------
 

@@ -2,39 +2,34 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
-import os
 import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from est2tpu import __version__, api, nbdiff, report, textio
+from est2tpu import __version__, api, nbdiff, report, scope, textio
 from est2tpu.cache import Cache, default_dir
 from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
-from est2tpu.discovery import parse_ignore_lines
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.nbdiff import NotebookDiff
+from est2tpu.streams import PROGRESS_MIN_FILES, ProgressBar, SafeStream, usable
 from est2tpu.writer import write_file
 
-__all__ = ["app", "main"]
+__all__ = ["PROGRESS_MIN_FILES", "app", "main"]
 
 #: Exit codes, shared by every command.
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # something would change (check) or needs manual work
 EXIT_ERROR = 2  # usage error, missing path, or a file that could not be processed
-
-#: Show a progress bar only for runs long enough to need one.
-PROGRESS_MIN_FILES = 20
 
 app = typer.Typer(
     name="est2tpu",
@@ -45,6 +40,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     # Locals would print users' source code into bug reports.
     pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -75,6 +71,11 @@ class _Mode(enum.Enum):
 def _stderr() -> Console:
     # Built per command so that the stream (and so TTY/NO_COLOR detection) is the current one.
     return Console(stderr=True, highlight=False)
+
+
+def _error(message: str) -> None:
+    """A usage or config error: one line on stderr, never wrapped."""
+    _stderr().out(f"error: {' '.join(message.split())}", highlight=False)
 
 
 def _stdout() -> Console:
@@ -132,6 +133,7 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         help="Read [tool.est2tpu] from this file instead of the nearest pyproject.toml.",
+        metavar="FILE",
         dir_okay=False,
         show_default=False,
     ),
@@ -146,7 +148,9 @@ CacheDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--cache-dir",
-        help="Where to keep the results cache [default: $XDG_CACHE_HOME/est2tpu].",
+        help="Where to keep the results cache [default: est2tpu in $XDG_CACHE_HOME, or in "
+        "~/.cache].",
+        metavar="DIR",
         file_okay=False,
         show_default=False,
     ),
@@ -178,7 +182,8 @@ class _Options:
     target: Target
     select: list[str] | None
     ignore: list[str]
-    exclude: list[str]
+    exclude: list[str]  # --exclude: gitignore lines matched from each path and from here
+    replaced: bool  # --exclude replaces the config's `exclude`
     use_runtime: bool
     config: Config
     quiet: bool = False
@@ -187,6 +192,7 @@ class _Options:
     cache: bool = True
     cache_dir: Path | None = None
     notebook_diff: NotebookDiff = NotebookDiff.CELLS
+    given: list[Path] = field(default_factory=list)  # the paths named, stdin aside
 
 
 @app.command()
@@ -211,7 +217,8 @@ def migrate(
 
     With '-', read source from stdin and print the migrated code to stdout.
     Exit 0 when every file was processed and nothing needs manual work, 1 when findings
-    remain, 2 when any file could not be processed.
+    remain (with --diff, also when a file would change), 2 when any file could not be
+    processed.
     """
     mode = _Mode.DIFF if diff else _Mode.WRITE
     options = _options(paths, config, target, select, ignore, exclude, no_runtime)
@@ -260,7 +267,7 @@ def check(
     processed.
     """
     if diff and output_format not in (OutputFormat.TEXT, OutputFormat.JSON):
-        _stderr().print(Text("error: --diff goes with --output-format text or json"))
+        _error("--diff goes with --output-format text or json")
         raise typer.Exit(EXIT_ERROR)
     options = _options(paths, config, target, select, ignore, exclude, no_runtime)
     if options is None:
@@ -286,7 +293,7 @@ def explain(
     try:
         info = api.get_rule(rule_id)
     except KeyError:
-        _stderr().print(Text(f"error: unknown rule ID {rule_id!r}; `est2tpu rules` lists them all"))
+        _error(f"unknown rule ID {rule_id!r}; `est2tpu rules` lists them all")
         raise typer.Exit(EXIT_ERROR) from None
     text = report.rule_markdown(info, example=_example(info.id))
     out = _stdout()
@@ -414,74 +421,49 @@ def _options(
     runtime: bool | None,
 ) -> _Options | None:
     """Merge the command line over the configuration; None (after saying why) on an error."""
-    err = _stderr()
     try:
         config = load_for(paths, config_file)
     except ConfigError as exc:
-        err.print(Text(f"error: {exc}"))
+        _error(str(exc))
         return None
     select_ids = _split_ids(select) if select else config.select
     ignore_ids = _split_ids(ignore) if ignore else list(config.ignore)
     pfi = [i for ids in config.per_file_ignores.values() for i in ids]
     unknown = _unknown_ids([*(select_ids or ()), *ignore_ids, *pfi])
     if unknown:
-        err.print(
-            Text(f"error: unknown rule ID(s): {', '.join(unknown)}; `est2tpu rules` lists them")
-        )
+        _error(f"unknown rule ID(s): {', '.join(unknown)}; `est2tpu rules` lists them")
         return None
     chosen_target = target or config.target or Target.TPU_ESTIMATOR
     if not _selected_rules(chosen_target, select_ids, ignore_ids):
         # A run of no rule would "pass" every check; that is never what was meant.
         chosen = "all rules" if select_ids is None else f"--select {','.join(select_ids)!r}"
         minus = f" minus --ignore {','.join(ignore_ids)!r}" if ignore_ids else ""
-        err.print(
-            Text(
-                f"error: {chosen}{minus} leaves no rule to run for --target "
-                f"{chosen_target.value}; `est2tpu rules` lists them"
-            ),
-            soft_wrap=True,
+        _error(
+            f"{chosen}{minus} leaves no rule to run for --target "
+            f"{chosen_target.value}; `est2tpu rules` lists them"
         )
         return None
-    excludes = list(exclude) if exclude else list(config.exclude or ())
     use_runtime = runtime if runtime is not None else config.runtime
     return _Options(
         target=chosen_target,
         select=select_ids,
         ignore=ignore_ids,
-        exclude=[*excludes, *config.extend_exclude],
+        exclude=list(exclude or ()),
+        replaced=bool(exclude),
         use_runtime=True if use_runtime is None else use_runtime,
         config=config,
     )
 
 
-def _force_excluded(path: Path, options: _Options) -> bool:
-    """Whether the config's excludes name a file given explicitly (as pre-commit gives them)."""
-    config = options.config
-    if config.path is None:
-        return False
-    patterns = parse_ignore_lines([*(config.exclude or ()), *config.extend_exclude], config.root)
-    try:
-        rel = Path(os.path.abspath(path)).relative_to(config.root)
-    except ValueError:
-        return False
-    parts = rel.parts
-    for i in range(1, len(parts) + 1):
-        sub = "/".join(parts[:i])
-        is_dir = i < len(parts)
-        if any(p.matches(sub, is_dir) and not p.negate for p in patterns):
-            return True
-    return False
-
-
 def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: bool) -> int:
     err = _stderr()
     if paths.count("-") > 1:
-        err.print(Text("error: '-' (stdin) can be given only once"))
+        _error("'-' (stdin) can be given only once")
         return EXIT_ERROR
     if options.cache and options.cache_dir is not None:
-        problem = _cache_dir_problem(options.cache_dir, paths)
+        problem = scope.cache_dir_problem(options.cache_dir, paths)
         if problem is not None:
-            err.print(Text(f"error: --cache-dir {options.cache_dir}: {problem}"), soft_wrap=True)
+            _error(f"--cache-dir {options.cache_dir}: {problem}")
             return EXIT_ERROR
     text = options.output is OutputFormat.TEXT
     if options.verbose and options.config.path is not None:
@@ -496,26 +478,14 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     for p in paths:
         if p == "-":
             continue
-        if Path(p).is_file() and _force_excluded(Path(p), options):
+        if Path(p).is_file() and options.config.excludes(Path(p), options.replaced):
             if options.verbose:
                 err.out(f"excluded {p} (config)", highlight=False)
             continue
         file_paths.append(Path(p))
+    options.given = file_paths
     if file_paths:
-        config = options.config
-        bar = _ProgressBar(err)
-        results = api.migrate_paths(
-            file_paths,
-            target=options.target,
-            select=options.select,
-            ignore=options.ignore,
-            exclude=options.exclude,
-            use_runtime=options.use_runtime,
-            per_file_ignores=config.ignores_for if config.per_file_ignores else None,
-            cache=_cache(options, file_paths),
-            progress=bar.show if err.is_terminal else None,
-        )
-        for result in bar.done_on_first(results):
+        for result in _results(file_paths, mode, options, err):
             _handle(result, mode, err, show_diff=show_diff and text, options=options)
             summary.add(result)
             collected.append(result)
@@ -531,28 +501,59 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
         return EXIT_ERROR
     if summary.total_findings:
         return EXIT_FINDINGS
-    if mode is _Mode.CHECK and summary.changed:
+    if mode is not _Mode.WRITE and summary.changed:
+        # `check`, and `migrate --diff` as ruff and pyupgrade treat --diff: a check.
         return EXIT_FINDINGS
     return EXIT_OK
 
 
-def _cache_dir_problem(cache_dir: Path, paths: Sequence[str]) -> str | None:
-    """Why a --cache-dir cannot be used, or None.
-
-    A symlink would take the cache's writes wherever it points (out of the project); a
-    directory that holds a path to migrate would hide it behind the cache's `*` .gitignore.
-    """
-    if cache_dir.is_symlink():
-        return "is a symlink; give the directory it points to, or another one"
-    real = os.path.realpath(cache_dir)
-    for p in paths:
-        if p != "-" and _is_within(os.path.realpath(p), real):
-            return f"holds {p}, which is to be migrated; keep the cache in a directory of its own"
-    return None
-
-
-def _is_within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def _results(
+    given: list[Path], mode: _Mode, options: _Options, err: Console
+) -> Iterator[FileResult]:
+    """The results of the files given. A file named on its own is migrated with the project
+    around it (read, never reported nor written), so that what it imports is known; a
+    named file whose migration goes with a file that is not named and would change too is
+    not written."""
+    named = [p for p in given if not p.is_dir()]
+    config_root = options.config.root if options.config.path is not None else None
+    context = [p for p in scope.around(named, config_root) if p not in given]
+    if options.verbose:
+        for path in context:
+            err.out(f"project: {path} (read, not reported, for the files named)", highlight=False)
+    config = options.config
+    bar = ProgressBar(err)
+    results = bar.done_on_first(
+        api.migrate_paths(
+            [*given, *context],
+            target=options.target,
+            select=options.select,
+            ignore=options.ignore,
+            exclude=[*options.exclude, *config.exclude_patterns(options.replaced)],
+            use_runtime=options.use_runtime,
+            per_file_ignores=config.ignores_for if config.per_file_ignores else None,
+            cache=_cache(options, [*given, *context]),
+            progress=bar.show if err.is_terminal else None,
+        )
+    )
+    if not context:
+        yield from results
+        return
+    mine: list[FileResult] = []
+    around: list[FileResult] = []
+    for result in results:
+        path = result.path
+        inside = path in named or any(root in path.parents for root in given if root.is_dir())
+        (mine if inside else around).append(result)
+    pending = [r for r in around if r.changed]
+    for result in mine:
+        other = next((o for o in pending if scope.related(result, o)), None)
+        if mode is _Mode.WRITE and result.changed and other is not None:
+            result.status, result.new_text = Status.FAILED, result.old_text
+            result.error = (
+                f"not written: its migration goes with {other.path}, which is not named and "
+                "would change too; name both, or migrate the directory"
+            )
+        yield result
 
 
 def _cache(options: _Options, roots: Sequence[Path]) -> Cache | None:
@@ -579,8 +580,8 @@ def _write_report(results: list[FileResult], output: OutputFormat, *, with_diff:
         rendered = report.sarif_report(results, api.all_rules())
     else:
         rendered = report.junit_report(results)
-    sys.stdout.write(rendered)
-    sys.stdout.flush()
+    # Every format is a UTF-8 document, whatever the locale says stdout's encoding is.
+    _write_stdout(rendered.encode("utf-8", "backslashreplace"))
 
 
 def _handle(
@@ -599,11 +600,13 @@ def _handle(
         _print_diff(result, options.notebook_diff)
     if mode is _Mode.WRITE:
         try:
-            lost = _write(result)
+            lost = _write(result, scope.trees(result.path, options.given))
         except (OSError, MigrationError) as exc:
             result.status = Status.FAILED
-            reason = getattr(exc, "strerror", None) or str(exc)
-            result.error = f"cannot write: {reason}"
+            if isinstance(exc, OSError):
+                result.error = f"cannot write: {exc.strerror or exc}"
+            else:
+                result.error = str(exc)
             err.out(report.failure_line(result), highlight=False)
             return
         if lost:
@@ -611,19 +614,18 @@ def _handle(
             err.out(f"migrated {result.path} ({'; '.join(lost)})", highlight=False)
         elif not quiet:
             err.out(f"migrated {result.path}", highlight=False)
-    elif mode is _Mode.CHECK and not quiet:
+    elif mode is _Mode.CHECK and options.output is OutputFormat.TEXT:
+        # Said even with --quiet: a check that fails names what fails it.
         err.out(f"would migrate {result.path}", highlight=False)
 
 
-def _write(result: FileResult) -> list[str]:
+def _write(result: FileResult, trees: Sequence[str]) -> list[str]:
     """Write one migrated file; what of its metadata could not be kept."""
     assert result.new_text is not None and result.old_text is not None
     old = textio.encode(result.old_text, result.encoding, result.bom)
-    # The file may have been edited since it was read; never overwrite someone's edit.
-    if result.path.read_bytes() != old:
-        raise MigrationError("the file changed on disk during the run; run est2tpu again")
     new = textio.encode(result.new_text, result.encoding, result.bom)
-    return write_file(result.path, new).lost
+    # The file may have been edited since it was read: never overwrite someone's edit.
+    return write_file(result.path, new, expected=old, trees=trees).lost
 
 
 def _stdin(
@@ -631,26 +633,35 @@ def _stdin(
 ) -> FileResult:
     data = sys.stdin.buffer.read()
     try:
-        decoded = textio.decode(data)
+        decoded = None if _is_notebook(data) else textio.decode(data)
     except MigrationError as exc:
         result = FileResult(Path("-"), Status.FAILED, error=str(exc))
     else:
-        result = api.migrate_source(
-            decoded.text,
-            target=options.target,
-            path="-",
-            select=options.select,
-            ignore=options.ignore,
-            use_runtime=options.use_runtime,
-        )
-        result.encoding, result.bom, result.newline = (
-            decoded.encoding,
-            decoded.bom,
-            decoded.newline,
-        )
+        if decoded is None:
+            result = api.migrate_notebook(
+                data,
+                target=options.target,
+                path="-",
+                select=options.select,
+                ignore=options.ignore,
+                use_runtime=options.use_runtime,
+            )
+        else:
+            result = api.migrate_source(
+                decoded.text,
+                target=options.target,
+                path="-",
+                select=options.select,
+                ignore=options.ignore,
+                use_runtime=options.use_runtime,
+            )
+            result.encoding, result.bom = decoded.encoding, decoded.bom
+            result.newline = decoded.newline
     summary.add(result)
     if result.status is Status.FAILED:
         err.out(report.failure_line(result), highlight=False)
+    elif result.changed and mode is _Mode.CHECK and options.output is OutputFormat.TEXT:
+        err.out("would migrate -", highlight=False)
     if show_diff:
         _print_diff(result, options.notebook_diff)
     elif mode is _Mode.WRITE:
@@ -663,6 +674,18 @@ def _stdin(
         for line in report.finding_lines(result):
             err.out(line, highlight=False)
     return result
+
+
+def _is_notebook(data: bytes) -> bool:
+    """Whether stdin holds a Jupyter notebook (JSON with a `cells` list and `nbformat`),
+    not Python: a notebook is never migrated as if it were a dict literal."""
+    if not data.lstrip().startswith(b"{"):
+        return False
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("cells"), list) and "nbformat" in doc
 
 
 def _write_stdout(data: bytes) -> None:
@@ -707,55 +730,6 @@ def _diff_bytes(diff: str, encoding: str) -> bytes:
     return b"".join(out)
 
 
-class _ProgressBar:
-    """A progress bar on a terminal that moves through a run's stages (scanning, indexing,
-    rewriting), shown only for runs long enough to need one."""
-
-    def __init__(self, err: Console) -> None:
-        self.err = err
-        self.bar: Any = None  # a rich Progress, built when first shown
-        self.task: Any = None
-        self.started = False
-        self.wanted: bool | None = None  # decided by the number of files found
-
-    def show(self, stage: str, done: int, total: int) -> None:
-        """`api.migrate_paths`'s progress callback."""
-        if self.wanted is None:
-            self.wanted = total > PROGRESS_MIN_FILES
-        if not self.wanted:
-            return
-        if self.bar is None:
-            # Imported here: a run that shows no bar (not a terminal) never loads it.
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            columns = (TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn())
-            self.bar = Progress(*columns, console=self.err, transient=True)
-            self.task = self.bar.add_task("", total=None)
-        if not self.started:
-            self.bar.start()
-            self.started = True
-        changed = stage != self.bar.tasks[0].description
-        self.bar.update(self.task, description=stage, completed=done, total=total)
-        if changed:  # every stage is drawn, however short (the bar redraws 10 times a second)
-            self.bar.refresh()
-
-    def done_on_first(self, results: Iterator[FileResult]) -> Iterator[FileResult]:
-        """Pass results through; the bar goes when the first arrives (the work is done by
-        then: results come in a fixed order once every file is migrated)."""
-        try:
-            for result in results:
-                self.stop()
-                yield result
-        finally:
-            self.stop()
-
-    def stop(self) -> None:
-        if self.started:
-            self.bar.stop()
-            self.started = False
-        self.wanted = False
-
-
 class _Interrupted(BaseException):
     """Ctrl-C or SIGTERM, kept apart from the KeyboardInterrupt that the CLI framework turns
     into exit 1."""
@@ -769,57 +743,46 @@ def _on_signal(signum: int, frame: object) -> None:
     raise _Interrupted(signum)
 
 
-class _PipeSafe:
-    """A stream that, once its reader has gone (a closed pipe: `est2tpu migrate . | head`),
-    drops further output instead of failing: the run goes on, so that the project is not
-    left half-migrated because nobody reads the report."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._gone = False
-
-    def _reader_gone(self) -> None:
-        self._gone = True
-        # Whatever is still buffered would fail again when Python flushes at exit.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())
-            os.close(devnull)
-
-    def write(self, data: Any) -> int:
-        if not self._gone:
-            try:
-                return int(self._stream.write(data))
-            except BrokenPipeError:
-                self._reader_gone()
-        return len(data)
-
-    def flush(self) -> None:
-        if not self._gone:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._reader_gone()
-
-    @property
-    def buffer(self) -> _PipeSafe:
-        return _PipeSafe(self._stream.buffer) if not self._gone else self
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
 #: The signals that stop a run between two writes (each write holds them until it is done).
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+#: The command-line framework's own error class (click's, or the copy typer vendors).
+_CLICK_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+
+def _invoke() -> int:
+    """Run the app; its exit code. A usage error is one line (`error: ...`) on stderr
+    unless stderr is a terminal, where the framework shows it with its usage line."""
+    try:
+        done = app(prog_name="est2tpu", standalone_mode=False)
+    except _CLICK_ERROR as exc:
+        if sys.stderr.isatty() or type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]
+        else:
+            message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (`{ctx.command_path} -h` for help)" if ctx is not None else ""
+            sys.stderr.write(f"error: {message}{hint}\n")
+        return int(getattr(exc, "exit_code", EXIT_ERROR))
+    return done if isinstance(done, int) else EXIT_OK
 
 
 def main() -> None:
     """Console-script entry point."""
     previous = {sig: signal.signal(sig, _on_signal) for sig in _STOP_SIGNALS}
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
+    out, sys.stderr = SafeStream(usable(sys.stdout)), SafeStream(usable(sys.stderr))
+    sys.stdout = out
     try:
-        app(prog_name="est2tpu")
+        code = _invoke()
+        if out.lost is not None:
+            # The output was the point of the run (migrated code, a diff, a report).
+            sys.stderr.write(f"est2tpu: error: cannot write the output: {out.lost}\n")
+            code = EXIT_ERROR
+        raise SystemExit(code)
     except _Interrupted as stop:
         # Every file is whole (the writer holds these signals during a write); exit the way
         # shells expect after a signal.

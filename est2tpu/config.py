@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from est2tpu.discovery import IgnorePattern, is_ignored, parse_ignore_lines
 from est2tpu.ftypes import MigrationError, Target
 
 if sys.version_info >= (3, 11):
@@ -46,30 +47,32 @@ class Config:
         """The directory that relative globs are matched against."""
         return self.path.parent.absolute() if self.path else Path.cwd()
 
+    def exclude_patterns(self, replaced: bool = False) -> list[IgnorePattern]:
+        """`exclude` (unless --exclude ``replaced`` it) and `extend-exclude`, as gitignore
+        lines of a file in this pyproject.toml's directory."""
+        lines = [*([] if replaced else self.exclude or ()), *self.extend_exclude]
+        return parse_ignore_lines(lines, self.root) if self.path is not None else []
+
+    def excludes(self, path: Path, replaced: bool = False) -> bool:
+        """Whether the config's excludes drop ``path`` (a file), as git would judge it: a
+        file below an excluded directory is excluded; `!pattern` takes a file back."""
+        return is_ignored(path, self.exclude_patterns(replaced))
+
     def ignores_for(self, path: Path) -> list[str]:
-        """The rule IDs that `per-file-ignores` switches off for ``path``."""
-        rel = _relative(path, self.root)
+        """The rule IDs that `per-file-ignores` switches off for ``path``: its keys are
+        gitignore patterns (as `exclude`'s), matched from this pyproject.toml's directory."""
         out: list[str] = []
-        for glob, ids in self.per_file_ignores.items():
-            if _glob_matches(rel, glob):
+        for patterns, ids in self._per_file_patterns:
+            if is_ignored(path, patterns):
                 out.extend(ids)
         return out
 
-
-def _relative(path: Path, root: Path) -> str:
-    absolute = Path(os.path.abspath(path))
-    try:
-        return absolute.relative_to(root).as_posix()
-    except ValueError:
-        return absolute.as_posix()
-
-
-def _glob_matches(rel: str, glob: str) -> bool:
-    glob = glob.removeprefix("./")
-    if fnmatch.fnmatchcase(rel, glob):
-        return True
-    # A glob without a slash matches a file name anywhere, as in .gitignore and ruff.
-    return "/" not in glob and fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], glob)
+    @functools.cached_property
+    def _per_file_patterns(self) -> list[tuple[list[IgnorePattern], list[str]]]:
+        return [
+            (parse_ignore_lines([glob], self.root), ids)
+            for glob, ids in self.per_file_ignores.items()
+        ]
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -84,6 +87,9 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        # Python's TOML parser recurses once per nested array or inline table.
+        raise ConfigError(f"{path}: cannot read: arrays or tables nested too deeply") from None
 
 
 def _table(data: dict[str, Any], path: Path) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -12,6 +14,7 @@ __all__ = [
     "DEFAULT_EXCLUDED_DIRS",
     "IgnorePattern",
     "discover",
+    "is_ignored",
     "parse_ignore_lines",
     "wildmatch",
 ]
@@ -281,11 +284,26 @@ def parse_ignore_lines(lines: Iterable[str], base: Path) -> list[IgnorePattern]:
 
 
 def _read_ignore_file(path: Path, base: Path) -> list[IgnorePattern]:
+    """A .gitignore's patterns, read as git reads it: bytes, a UTF-8 BOM skipped, lines split
+    at "\n" only. Its bytes are decoded as file names are (`os.fsdecode`), so a name that
+    is not UTF-8, listed literally, matches that very file."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = path.read_bytes()
     except OSError:
         return []  # an unreadable .gitignore is not worth failing the run for
-    return parse_ignore_lines(text.splitlines(), base)
+    data = data.removeprefix(codecs.BOM_UTF8)
+    return parse_ignore_lines(os.fsdecode(data).split("\n"), base)
+
+
+def is_ignored(path: Path | str, patterns: Sequence[IgnorePattern]) -> bool:
+    """Whether git would ignore the file ``path`` under ``patterns`` (one .gitignore's lines,
+    or several, outermost first): it or a directory above it matches, the last matching
+    line deciding; a file below an ignored directory stays ignored whatever `!` says."""
+    parts = os.path.abspath(path).split(os.sep)
+    for i in range(2, len(parts) + 1):
+        if _is_ignored(os.sep.join(parts[:i]), i < len(parts), patterns):
+            return True
+    return False
 
 
 def _is_ignored(path: Path | str, is_dir: bool, patterns: Sequence[IgnorePattern]) -> bool:
@@ -435,6 +453,7 @@ class _Walk:
     real_root: str
     excludes: list[IgnorePattern]
     cwd_excludes: list[IgnorePattern]
+    based: list[IgnorePattern]  # each matched from its own base (a config file's directory)
     # (path below the root, split at separators, for sorting; what to yield; real path)
     found: list[tuple[list[str], Path | tuple[Path, str], str | None]]
     links: list[tuple[list[str], Path, str]]  # symlinked files inside the tree: target
@@ -445,8 +464,10 @@ class _Walk:
         return self.given / rel if rel else self.given
 
     def excluded(self, path: str, is_dir: bool) -> bool:
-        return _is_ignored(path, is_dir, self.excludes) or _is_ignored(
-            path, is_dir, self.cwd_excludes
+        return (
+            _is_ignored(path, is_dir, self.excludes)
+            or _is_ignored(path, is_dir, self.cwd_excludes)
+            or _is_ignored(path, is_dir, self.based)
         )
 
     def add(self, rel: str, item: Path | tuple[Path, str], real: str | None) -> None:
@@ -538,6 +559,18 @@ class _Walk:
             self.links.append((rel.split(os.sep), self.spelled(rel), target))
 
 
+def _missing(path: Path) -> str:
+    """Why a path named on the command line cannot be opened."""
+    if not os.path.islink(path):
+        return "no such file or directory"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink loop (the link leads back to itself)"
+    return "broken symlink"
+
+
 def _explicit_link_outside(given: Path, real: str) -> str | None:
     """Why a file named on the command line is a symlink out of the tree, or None.
 
@@ -553,15 +586,16 @@ def _explicit_link_outside(given: Path, real: str) -> str | None:
 
 
 def discover(
-    paths: Sequence[Path | str], *, exclude: Sequence[str] = ()
+    paths: Sequence[Path | str], *, exclude: Sequence[str | IgnorePattern] = ()
 ) -> Iterator[Path | tuple[Path, str]]:
     """Yield the files to migrate under ``paths``, in a deterministic (sorted) order.
 
     Directories are walked for ``*.py`` and ``*.ipynb``; ``.gitignore`` files in the walked
     directories and in their parents up to the git root are honoured, as are
     :data:`DEFAULT_EXCLUDED_DIRS`, any directory holding a ``pyvenv.cfg``, and the
-    gitignore-style ``exclude`` patterns (matched relative to each walked root and to the
-    current directory). Symlinks are never followed out of the walked root, and no real
+    gitignore-style ``exclude`` patterns: a line of text is matched relative to each walked
+    root and to the current directory; an :class:`IgnorePattern` relative to its own
+    ``base`` only (a config file's directory). Symlinks are never followed out of the walked root, and no real
     file is yielded twice.
 
     A path given explicitly is always yielded, whatever the excludes say. A problem is
@@ -570,18 +604,22 @@ def discover(
     a regular file (a FIFO would block the run forever).
     """
     seen: set[str] = set()
-    cwd_excludes = parse_ignore_lines(exclude, Path.cwd())
+    lines = [e for e in exclude if isinstance(e, str)]
+    based = [e for e in exclude if isinstance(e, IgnorePattern)]
+    cwd_excludes = parse_ignore_lines(lines, Path.cwd())
     for raw in paths:
         given = Path(raw)
         if not os.path.exists(given):
-            reason = "broken symlink" if os.path.islink(given) else "no such file or directory"
-            yield (given, reason)
+            seen.add(_problem_key(given))
+            yield (given, _missing(given))
             continue
         if not given.is_dir():
             real = os.path.realpath(given)
             if (odd := _not_regular(given)) is not None:
+                seen.add(_problem_key(given))
                 yield (given, odd)
             elif (outside := _explicit_link_outside(given, real)) is not None:
+                seen.add(_problem_key(given))
                 yield (given, outside)
             elif real not in seen:
                 seen.add(real)
@@ -592,8 +630,9 @@ def discover(
             given=given,
             root=root,
             real_root=os.path.realpath(given),
-            excludes=parse_ignore_lines(exclude, Path(root)),
+            excludes=parse_ignore_lines(lines, Path(root)),
             cwd_excludes=cwd_excludes,
+            based=based,
             found=[],
             links=[],
         )
@@ -612,8 +651,16 @@ def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
     ]
     items.sort(key=lambda entry: entry[0])
     for _, item, real in items:
-        if real is not None:
-            if real in seen:
-                continue
-            seen.add(real)
+        key = (
+            real if real is not None else _problem_key(item[0]) if isinstance(item, tuple) else None
+        )
+        if key is not None:
+            if key in seen:
+                continue  # said once, even when its directory is given too
+            seen.add(key)
         yield item
+
+
+def _problem_key(path: Path) -> str:
+    """How a path that cannot be migrated is told apart from the real paths in `seen`."""
+    return "\0" + os.path.abspath(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -523,9 +524,24 @@ class _ReadOnly(cst.CSTVisitor):
             self.rule.on_leave(original_node, original_node)
 
 
-def verify(new_text: str, path: str) -> None:
-    """The output must compile (LibCST accepts `f(a=1, a=2)`; `compile` does not)."""
+def verify(new_text: str, path: str, original: str | None = None) -> None:
+    """The output must compile (LibCST accepts `f(a=1, a=2)`; `compile` does not).
+
+    When the `original` text does not compile either, the file is not est2tpu's doing:
+    LibCST reads newer syntax (PEP 695 `type X = ...`) than the Python running est2tpu
+    may compile, and the error says so.
+    """
     try:
         compile(new_text, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
+        if original is not None:
+            try:
+                compile(original, path, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as own:
+                version = ".".join(map(str, sys.version_info[:3]))
+                raise MigrationError(
+                    f"Python {version}, which runs est2tpu, cannot compile this file ({own}); "
+                    "if it uses newer syntax (such as PEP 695 `type X = ...`), run est2tpu "
+                    "with the Python the file is written for"
+                ) from None
         raise MigrationError(f"internal error: the migrated code does not compile: {exc}") from None

@@ -78,6 +78,33 @@ def migrate_source(
     return guarded(result, work)
 
 
+def migrate_notebook(
+    data: bytes,
+    target: Target,
+    path: str,
+    select: Collection[str] | None,
+    ignore: Collection[str],
+    use_runtime: bool,
+) -> FileResult:
+    """`api.migrate_notebook`: one notebook's JSON on its own (its cells are the project)."""
+    from est2tpu import notebook
+
+    result = FileResult(Path(path), Status.UNCHANGED)
+
+    def work() -> None:
+        nb = notebook.load(data)
+        result.old_text = result.new_text = nb.raw
+        if not nb.python or suppressions.skips_file(nb.head):
+            result.status = Status.SKIPPED
+            return
+        name = Path(path).stem if path != "-" else "__main__"
+        cand = Candidate(result, parse(nb.program), [name], nb)
+        index = _build_index([cand], use_runtime, target)
+        _finish(cand, index, target, select, list(ignore), use_runtime)
+
+    return guarded(result, work)
+
+
 def _parse(text: str, split: inert.Split | None) -> tuple[cst.Module, inert.Split | None]:
     """The tree the rules get: of `split`'s text (the inert defs set aside) when there is
     one, else of the text. Whatever fails on the reduced text is left to the whole text, so
@@ -660,13 +687,13 @@ def _run(
             try:
                 verify(new_text, path)
             except MigrationError:
-                verify(restored, path)  # the whole text's own message
+                verify(restored, path, source)  # the whole text's own message
                 raise
             new_text = restored
             verified = True
     if new_text != source:
         if not verified:
-            verify(new_text, path)
+            verify(new_text, path, source)
         result.status = Status.CHANGED
     result.new_text = new_text
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +64,8 @@ def unified_diff(result: FileResult) -> str:
     new = result.new_text if result.new_text is not None else old
     if old == new:
         return ""
-    path = result.path.as_posix()
+    # An absolute path reads `a/tmp/x.py`, as git spells it, not `a//tmp/x.py`.
+    path = result.path.as_posix().lstrip("/")
     return "".join(_diff_lines(old, new, path))
 
 
@@ -308,15 +311,27 @@ def _gh_prop(text: str) -> str:
     return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _printable(text: str) -> str:
+    """``text`` with what no UTF-8 document can hold spelled out: a byte of a file name
+    that is not UTF-8 as ``\\xff``, a control character as ``\\x01``."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+# C0 controls but tab and newline, DEL, C1 controls, and what XML 1.0 forbids outright.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffe\uffff]")
+
+
 def github_report(results: Sequence[FileResult]) -> str:
-    """GitHub Actions workflow commands: a warning per finding and per rewrite, an error
-    per file that failed."""
-    out = []
+    """GitHub Actions workflow commands: an error per file that failed, then a warning per
+    finding, then one per rewrite still to make (GitHub shows the first ten warnings of a
+    step: the findings, which need a person, come first)."""
+    errors, findings, rewrites = [], [], []
     for result in results:
-        path = _gh_prop(_display_path(str(result.path)))
+        path = _gh_prop(_printable(_display_path(str(result.path))))
         if result.status is Status.FAILED:
-            reason = " ".join((result.error or "unknown error").split())
-            out.append(f"::error file={path},title=est2tpu::{_gh_data(reason)}")
+            reason = _printable(" ".join((result.error or "unknown error").split()))
+            errors.append(f"::error file={path},title=est2tpu::{_gh_data(reason)}")
             continue
         if result.changed:
             edits = [edit_location(result, e) + (e.rule_id,) for e in result.edits]
@@ -324,23 +339,29 @@ def github_report(results: Sequence[FileResult]) -> str:
                 loc = Location(str(result.path), None, 1, 1)
                 edits = [(loc, "would be rewritten by `est2tpu migrate`", "est2tpu")]
             for loc, description, rule_id in edits:
-                message = _in_cell(loc, f"would rewrite: {description}")
-                out.append(
+                message = _printable(_in_cell(loc, f"would rewrite: {description}"))
+                rewrites.append(
                     f"::warning file={path},line={loc.line},col={loc.column},"
                     f"title={_gh_prop(rule_id)}::{_gh_data(message)}"
                 )
         for finding in sorted(result.findings, key=lambda f: (f.position, f.rule_id)):
             loc = finding_location(result, finding)
-            out.append(
+            message = _printable(_in_cell(loc, finding.message))
+            findings.append(
                 f"::warning file={path},line={loc.line},col={loc.column},"
-                f"title={_gh_prop(finding.rule_id)}::{_gh_data(_in_cell(loc, finding.message))}"
+                f"title={_gh_prop(finding.rule_id)}::{_gh_data(message)}"
             )
-    return "".join(line + "\n" for line in out)
+    return "".join(line + "\n" for line in [*errors, *findings, *rewrites])
 
 
 def _sarif_uri(path: str) -> str:
+    """An RFC 3986 URI reference for a file: `file://` for an absolute path, else relative;
+    every byte of the name that is not unreserved is percent-encoded (`my%20model.py`,
+    `c%231.py`), a name that is not UTF-8 by its own bytes."""
     p = Path(path)
-    return p.absolute().as_uri() if p.is_absolute() else p.as_posix()
+    if p.is_absolute():
+        return p.as_uri()
+    return urllib.parse.quote(os.fsencode(p.as_posix()), safe="/")
 
 
 def _sarif_result(
@@ -455,12 +476,12 @@ def junit_report(results: Sequence[FileResult]) -> str:
     suite = ET.Element("testsuite", name="est2tpu")
     counts = Counter[str]()
     for result in results:
-        path = _display_path(str(result.path))
+        path = _printable(_display_path(str(result.path)))
         case = ET.SubElement(suite, "testcase", classname="est2tpu", name=path, file=path)
         counts["tests"] += 1
         if result.status is Status.FAILED:
             counts["errors"] += 1
-            reason = " ".join((result.error or "unknown error").split())
+            reason = _printable(" ".join((result.error or "unknown error").split()))
             ET.SubElement(case, "error", message=reason, type="FileFailed").text = reason
             continue
         if result.status is Status.SKIPPED:
@@ -486,7 +507,7 @@ def junit_report(results: Sequence[FileResult]) -> str:
                 ", would be rewritten" if result.changed else ""
             )
             failure = ET.SubElement(case, "failure", message=message, type="est2tpu")
-            failure.text = "\n".join(f"{kind}: {text}" for kind, text in problems)
+            failure.text = _printable("\n".join(f"{kind}: {text}" for kind, text in problems))
     for key in ("tests", "failures", "errors", "skipped"):
         suite.set(key, str(counts[key]))
     root = ET.Element("testsuites", name="est2tpu")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
@@ -59,6 +59,28 @@ class FileState:
             self._line_maps[key] = line_map(self.original, code)
         mapping = self._line_maps[key]
         return mapping[line - 1] if 0 < line <= len(mapping) else line
+
+
+def _equal_starts(seen: cst.Module, nodes: Sequence[cst.CSTNode]) -> dict[int, tuple[int, int]]:
+    """Where nodes that are not in `seen` (a rule's transformer built them from a copy of a
+    function) start, by id: at the first node of `seen` equal to each."""
+    kinds = tuple({type(node) for node in nodes})
+    found: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kinds):
+                found.append(node)
+            return True
+
+    seen.visit(Collect())
+    equal = {}
+    for node in nodes:
+        twin = next((c for c in found if type(c) is type(node) and c.deep_equals(node)), None)
+        if twin is not None:
+            equal[id(node)] = twin
+    where = starts(seen, list(equal.values()))
+    return {key: where[id(twin)] for key, twin in equal.items() if id(twin) in where}
 
 
 def line_map(old: str, new: str) -> list[int]:
@@ -340,6 +362,9 @@ class Rule(cst.CSTTransformer):
         if not self._pending:
             return
         positions = starts(seen, [node for node, _, _ in self._pending])
+        missing = [node for node, _, _ in self._pending if id(node) not in positions]
+        if missing:
+            positions.update(_equal_starts(seen, missing))
         # A FINAL rule stays quiet where another rule's finding already explains the line.
         explained = {f.position.line for f in self.state.findings} if self.FINAL else set()
         for node, text, is_finding in self._pending:
@@ -360,7 +385,8 @@ class Rule(cst.CSTTransformer):
                     code = seen.code_for_node(node).strip()
                     self.state.refused_code[finding] = code.split("\n", 1)[0].strip()
             else:
-                self.state.edits.append(Edit(self.ID, Position(line, column), text))
+                pos = Position(self.state.original_line(line), column)
+                self.state.edits.append(Edit(self.ID, pos, text))
         self._pending.clear()
         self._unless.clear()
 

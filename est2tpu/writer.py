@@ -8,11 +8,13 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Written", "write_atomic", "write_file"]
+from est2tpu.ftypes import MigrationError
+
+__all__ = ["Written", "before_replace", "write_atomic", "write_file"]
 
 
 def _current_umask() -> int:
@@ -44,7 +46,9 @@ def write_atomic(path: Path, data: bytes) -> bool:
     return write_file(path, data).changed
 
 
-def write_file(path: Path, data: bytes) -> Written:
+def write_file(
+    path: Path, data: bytes, *, expected: bytes | None = None, trees: Sequence[str] = ()
+) -> Written:
     """Replace the contents of ``path`` with ``data`` atomically.
 
     The bytes go to a temporary file in the same directory (so ``os.replace`` is a rename
@@ -56,12 +60,29 @@ def write_file(path: Path, data: bytes) -> Written:
     (SIGINT) or SIGTERM that arrives during the write is held until the file is replaced,
     so that an interrupted run never leaves a temporary file behind.
 
+    ``expected`` is what the file held when it was read: if it holds anything else, when
+    the write starts or immediately before the rename, MigrationError (someone edited it,
+    and their edit is never overwritten). Immediately before the rename the file must also
+    still be the same regular file (device, inode, size, times) reached the same way; a
+    path that became a symlink, or a symlink that now points elsewhere, is not written.
+    ``trees`` (real paths) are the directories the file may lie in; a file (or a symlink's
+    target) outside all of them is not written.
+
     ``Written.lost`` names, one short phrase each, what could not be kept: the owner or
     group, an extended attribute, or other hard links to the file (a rename gives the
     path a new inode; the other names keep the old content).
     """
     with _signals_held():
-        return _write(path, data)
+        return _write(path, data, expected, trees)
+
+
+def before_replace(path: Path) -> None:
+    """Called with the path being written once its new bytes are on disk, just before the
+    last check and the rename; does nothing. A test replaces it to edit the file at that
+    very point (a race made deterministic)."""
+
+
+_CHANGED = "the file changed on disk during the run; run est2tpu again"
 
 
 def _tmp_prefix(name: str) -> str:
@@ -72,21 +93,65 @@ def _tmp_prefix(name: str) -> str:
     return f".{name}."
 
 
-def _write(path: Path, data: bytes) -> Written:
-    target = Path(os.path.realpath(path))
-    st: os.stat_result | None
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _snapshot(target: str) -> tuple[os.stat_result, bytes] | None:
+    """The regular file at ``target`` (never through a symlink): its stat and bytes; None
+    when nothing is there."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        st = target.stat()
+        fd = os.open(target, flags)
     except FileNotFoundError:
+        return None
+    except OSError:
+        if os.path.islink(target):  # a symlink put where the file was (ELOOP)
+            raise MigrationError(_CHANGED) from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise MigrationError("not a regular file any more; run est2tpu again")
+        return st, f.read()
+
+
+def _where(path: Path, trees: Sequence[str]) -> str:
+    """The real file behind ``path``, checked to lie in one of ``trees``."""
+    target = os.path.realpath(path)
+    if trees and not any(_is_within(target, tree) for tree in trees):
+        what = "symlink points" if os.path.islink(path) else "the file is"
+        raise MigrationError(f"{what} outside the tree ({target}); not written")
+    return target
+
+
+def _write(path: Path, data: bytes, expected: bytes | None, trees: Sequence[str]) -> Written:
+    target = _where(path, trees)
+    was_link = os.path.islink(path)
+    found = _snapshot(target)
+    st: os.stat_result | None
+    if found is None:
+        if expected is not None:
+            raise MigrationError(_CHANGED)
         st = None
         mode = 0o666 & ~_current_umask()
     else:
+        st, now = found
+        if expected is not None and now != expected:
+            raise MigrationError(_CHANGED)
+        expected = now
         mode = stat.S_IMODE(st.st_mode)
-        if st.st_size == len(data) and target.read_bytes() == data:
+        if now == data:
             return Written(changed=False)
     lost: list[str] = []
     fd, tmp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=_tmp_prefix(target.name), suffix=_TMP_SUFFIX
+        dir=os.path.dirname(target),
+        prefix=_tmp_prefix(os.path.basename(target)),
+        suffix=_TMP_SUFFIX,
     )
     try:
         with os.fdopen(fd, "wb") as f:
@@ -97,14 +162,16 @@ def _write(path: Path, data: bytes) -> Written:
                 lost += _keep_owner(f.fileno(), st)
             os.fchmod(f.fileno(), mode)
             if st is not None:
-                lost += _keep_xattrs(target, f.fileno())
+                lost += _keep_xattrs(Path(target), f.fileno())
             os.fsync(f.fileno())
+        before_replace(path)
+        _check_unchanged(path, target, was_link, st, expected)
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    _fsync_dir(target.parent)
+    _fsync_dir(Path(target).parent)
     if st is not None and st.st_nlink > 1:
         others = st.st_nlink - 1
         lost.append(
@@ -112,6 +179,22 @@ def _write(path: Path, data: bytes) -> Written:
             "keep the old code"
         )
     return Written(changed=True, lost=lost)
+
+
+def _check_unchanged(
+    path: Path, target: str, was_link: bool, st: os.stat_result | None, expected: bytes | None
+) -> None:
+    """The last look before the rename: the same file, reached the same way, same bytes."""
+    if os.path.islink(path) != was_link or os.path.realpath(path) != target:
+        raise MigrationError(_CHANGED)
+    found = _snapshot(target)
+    if found is None or st is None:
+        if found is not None or st is not None:
+            raise MigrationError(_CHANGED)
+        return
+    st_now, now = found
+    if _identity(st_now) != _identity(st) or now != expected:
+        raise MigrationError(_CHANGED)
 
 
 def _keep_owner(fd: int, st: os.stat_result) -> list[str]:

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -172,7 +173,7 @@ def test_migrate_diff_writes_nothing(runner: CliRunner, project: Path) -> None:
     write(project / "train.py", CLEAN_MIGRATION)
     before = snapshot_files(project)
     result = runner.invoke(app, ["migrate", "--diff", "train.py"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # --diff is a check: changes pending
     assert snapshot_files(project) == before
     assert result.stdout.startswith("--- a/train.py\n+++ b/train.py\n@@")
     assert "+est = tf.compat.v1.estimator.tpu.TPUEstimator(" in result.stdout
@@ -211,10 +212,10 @@ def test_migrate_write_failure_is_reported_and_run_continues(
 
     real = cli.write_file
 
-    def flaky(path: Path, data: bytes) -> Written:
+    def flaky(path: Path, data: bytes, **checks: Any) -> Written:
         if path.name == "a.py":
             raise PermissionError(13, "Permission denied", str(path))
-        return real(path, data)
+        return real(path, data, **checks)
 
     monkeypatch.setattr(cli, "write_file", flaky)
     result = runner.invoke(app, ["migrate", "."])
@@ -263,7 +264,7 @@ def test_migrate_stdin_undecodable_passes_input_through_and_exits_2(
 
 def test_migrate_stdin_diff(runner: CliRunner, project: Path) -> None:
     result = runner.invoke(app, ["migrate", "--diff", "-"], input=CLEAN_MIGRATION)
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # --diff is a check: changes pending
     assert result.stdout.startswith("--- a/-\n+++ b/-\n")
 
 
@@ -336,12 +337,13 @@ def test_diff_is_coloured_only_on_a_terminal_without_no_color(
 
 
 def test_progress_bar_moves_through_every_stage(project: Path) -> None:
-    from est2tpu.cli import PROGRESS_MIN_FILES, _ProgressBar
+    from est2tpu.cli import PROGRESS_MIN_FILES
+    from est2tpu.streams import ProgressBar
 
     paths = [write(project / f"m{i:02}.py", NOTHING_TO_DO) for i in range(PROGRESS_MIN_FILES + 5)]
     paths.append(write(project / "train.py", CLEAN_MIGRATION))
     stream = io.StringIO()
-    bar = _ProgressBar(Console(file=stream, force_terminal=True, width=100))
+    bar = ProgressBar(Console(file=stream, force_terminal=True, width=100))
     seen: list[tuple[str, int, int]] = []
 
     def show(stage: str, done: int, total: int) -> None:
@@ -359,11 +361,11 @@ def test_progress_bar_moves_through_every_stage(project: Path) -> None:
 
 
 def test_no_progress_bar_for_a_short_run(project: Path) -> None:
-    from est2tpu.cli import _ProgressBar
+    from est2tpu.streams import ProgressBar
 
     write(project / "train.py", CLEAN_MIGRATION)
     stream = io.StringIO()
-    bar = _ProgressBar(Console(file=stream, force_terminal=True, width=100))
+    bar = ProgressBar(Console(file=stream, force_terminal=True, width=100))
     assert len(list(bar.done_on_first(api.migrate_paths([project], progress=bar.show)))) == 1
     assert stream.getvalue() == ""
 

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from sarif_schema import validate as validate_sarif
 from typer.testing import CliRunner
 
 from est2tpu import api
@@ -47,6 +48,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def check(fmt: str, *extra: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(app, ["check", "--output-format", fmt, *extra, "."])
+    if fmt == "sarif" and result.stdout:
+        validate_sarif(result.stdout)  # every SARIF document these tests see
     return result.exit_code, result.stdout, result.stderr
 
 

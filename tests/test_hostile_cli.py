@@ -237,7 +237,7 @@ def test_diff_when_stdout_cannot_encode_a_file_name(tmp_path: Path, name: bytes,
     (tmp_path / "GOOD.py").write_text(GOOD)
     env = {"LANG": lang, "LC_ALL": lang, "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     done = run_process(["migrate", "--diff", "."], tmp_path, env=env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # --diff is a check: changes pending
     assert b"Traceback" not in done.stderr
     assert b"--- a/" + name + b"\n+++ b/" + name + b"\n" in done.stdout
     assert b"--- a/GOOD.py" in done.stdout

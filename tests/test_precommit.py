@@ -145,3 +145,78 @@ def test_hook_manifest_is_valid() -> None:
     for needle in ("id: est2tpu\n", "id: est2tpu-check\n", "types_or: [python, jupyter]"):
         assert needle in text
     assert text.count("require_serial: true") == 2
+
+
+MODEL = """\
+import tensorflow as tf
+
+
+def input_fn():
+    ds = tf.data.Dataset.from_tensor_slices(({"x": [[1.0]] * 64}, [[0.0]] * 64))
+    return ds.repeat().batch(32)
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.compat.v1.layers.dense(features["x"], 1)
+    loss = tf.compat.v1.losses.mean_squared_error(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer().minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step()
+    )
+    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+"""
+
+TASK = """\
+import tensorflow as tf
+
+import model
+
+est = tf.estimator.Estimator(model_fn=model.model_fn)
+est.train(input_fn=model.input_fn, steps=2)
+est.evaluate(input_fn=model.input_fn, steps=1)
+"""
+
+
+@pytest.mark.skipif(not Path(pre_commit).exists(), reason="pre-commit is not installed")
+def test_check_hook_passes_a_commit_of_one_file_of_a_migrated_project(tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    sha = snapshot_of_this_tree(hooks)
+    repo = tmp_path / "project"
+    repo.mkdir()
+    (repo / "model.py").write_text(MODEL, encoding="utf-8")
+    (repo / "task.py").write_text(TASK, encoding="utf-8")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "NO_COLOR": "1"}
+    migrate = subprocess.run(
+        [sys.executable, "-m", "est2tpu", "migrate", "."],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert migrate.returncode == 0, migrate.stderr
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hooks}\n  rev: {sha}\n  hooks:\n  - id: est2tpu-check\n",
+        encoding="utf-8",
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "migrated")
+    # A commit that stages only task.py: the hook is given task.py alone.
+    with (repo / "task.py").open("a", encoding="utf-8") as f:
+        f.write("# trained for two steps\n")
+    git(repo, "add", "task.py")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(
+        [pre_commit, "run", "--color", "never"],
+        cwd=repo,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Passed" in done.stdout
+    assert "could not be resolved" not in done.stdout
