@@ -306,15 +306,39 @@ def verify(
     python: Annotated[
         str | None,
         typer.Option(
-            help="Interpreter for the migrated copy, in place of COMMAND's (current "
-            "TensorFlow for --target tf2) [default: COMMAND's].",
+            help="Interpreter in place of COMMAND's: for the migrated copy with --target tf2 "
+            "(current TensorFlow), for both copies with --target tpu-estimator and --tpu "
+            "[default: COMMAND's].",
             show_default=False,
         ),
     ] = None,
+    tpu: Annotated[
+        bool,
+        typer.Option(
+            "--tpu",
+            help="Instead of comparing, run the migrated copy once with TPUEstimator's own TPU "
+            "path on CPU and report what a TPU would reject (exit 0 TPU-ready, 1 errors, "
+            "2 cannot tell).",
+        ),
+    ] = False,
+    tpu_cores: Annotated[int, typer.Option(help="TPU cores on one host, for --tpu.", min=1)] = 8,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            "-f",
+            help="Report format of --tpu on stdout: text, json, github, sarif or junit.",
+        ),
+    ] = OutputFormat.TEXT,
     runs: Annotated[
         int, typer.Option(help="Runs of the original, to learn whether it is deterministic.")
     ] = 2,
-    timeout: Annotated[float, typer.Option(help="Seconds each run may take.")] = 1800.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds each run may take [default: 1800; 600 with --tpu].", show_default=False
+        ),
+    ] = None,
     migrated: Annotated[
         Path | None,
         typer.Option(
@@ -333,10 +357,28 @@ def verify(
 
     The only command that runs your code. Exit 0 when the results agree, 1 when they
     do not (or the migrated program fails), 2 when it cannot tell (the original fails,
-    times out or evaluates nothing; a usage error).
+    times out, evaluates nothing or shares state with the other runs; a usage error).
+
+    With --tpu: run the migrated copy once, its TPUEstimator taking its TPU path for
+    --tpu-cores cores, and report each problem a TPU would have at your line.
     """
     from est2tpu import verify as verifier
 
+    if tpu:
+        _verify_tpu(
+            project,
+            command or [],
+            target,
+            python,
+            tpu_cores,
+            timeout,
+            migrated,
+            keep,
+            output_format,
+        )
+    if output_format is not OutputFormat.TEXT:
+        _stderr().print(Text("error: --output-format goes with --tpu"))
+        raise typer.Exit(EXIT_ERROR)
     try:
         result = verifier.verify(
             project,
@@ -344,7 +386,7 @@ def verify(
             target=target,
             python=python,
             runs=runs,
-            timeout=timeout,
+            timeout=verifier.DEFAULT_TIMEOUT_S if timeout is None else timeout,
             migrated_dir=migrated,
             keep=keep,
             progress=lambda message: _stderr().out(message, highlight=False),
@@ -353,6 +395,47 @@ def verify(
         _stderr().print(Text(f"error: {exc}"))
         raise typer.Exit(EXIT_ERROR) from None
     _stdout().print(verifier.render(result))
+    raise typer.Exit(result.exit_code)
+
+
+def _verify_tpu(
+    project: Path,
+    command: list[str],
+    target: Target | None,
+    python: str | None,
+    cores: int,
+    timeout: float | None,
+    migrated: Path | None,
+    keep: bool,
+    output: OutputFormat,
+) -> None:
+    """`verify --tpu`: print the findings in ``output`` and exit with the verdict."""
+    from est2tpu import verify as verifier
+    from est2tpu.tpucheck import output as tpu_output
+    from est2tpu.tpucheck import run as tpu_run
+
+    try:
+        result = tpu_run.verify_tpu(
+            project,
+            command,
+            cores=cores,
+            target=target,
+            python=python,
+            timeout=tpu_run.DEFAULT_TIMEOUT_S if timeout is None else timeout,
+            migrated_dir=migrated,
+            keep=keep,
+            progress=lambda message: _stderr().out(message, highlight=False),
+        )
+    except verifier.VerifyError as exc:
+        _stderr().print(Text(f"error: {exc}"))
+        raise typer.Exit(EXIT_ERROR) from None
+    if output is OutputFormat.TEXT:
+        _stdout().print(tpu_output.render(result))
+    else:
+        sys.stdout.write(tpu_output.formatted(result, output.value))
+        sys.stdout.flush()
+        for problem in result.problems:
+            _stderr().print(Text(problem))
     raise typer.Exit(result.exit_code)
 
 

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -158,6 +159,7 @@ class Verification:
     nondeterministic: list[str] = field(default_factory=list)
     exit_code: int = EXIT_CANNOT_VERIFY
     kept: Path | None = None
+    changed_files: list[str] = field(default_factory=list)  # relative to the project
 
     @property
     def agree(self) -> bool:
@@ -191,51 +193,37 @@ def verify(
         raise VerifyError("no COMMAND given: put it after `--`, e.g. -- python train.py")
     if runs < 1:
         raise VerifyError("--runs must be at least 1")
-    migrated_command = list(command)
-    if python is not None:
-        if not _PYTHON.search(os.path.basename(command[0])):
-            raise VerifyError(
-                f"--python replaces COMMAND's interpreter, but {command[0]!r} is not one; "
-                "start COMMAND with python"
-            )
-        migrated_command[0] = python
+    migrated_command = with_interpreter(command, python)
     if migrated_dir is not None and not Path(migrated_dir).is_dir():
         raise VerifyError(f"{migrated_dir} is not a directory")
-    from est2tpu.config import ConfigError, load_for
-
-    try:
-        config = load_for([project])
-    except ConfigError as exc:
-        raise VerifyError(f"cannot read the project's configuration: {exc}") from None
+    config = project_config(project)
     target = target or config.target or Target.TPU_ESTIMATOR
     say = progress or (lambda _message: None)
     result = Verification(target=target, command=list(command))
 
     tmp = Path(tempfile.mkdtemp(prefix="est2tpu-verify-"))
     try:
-        hook_dir = _hook_dir(tmp / "hook")
+        hooks = hook_dir(tmp / "hook")
         migrated_src = tmp / "migrated-source" / project.name
         if migrated_dir is None:
             say(f"migrating a copy of {project} (target {target.value})")
-            if not _migrate_copy(project, migrated_src, target, config, result):
+            if not migrate_copy(project, migrated_src, target, config, result):
                 result.exit_code = EXIT_CANNOT_VERIFY
                 return result
         else:
-            shutil.copytree(
-                Path(migrated_dir).resolve(), migrated_src, symlinks=True, ignore=_IGNORED
-            )
+            copy_tree(Path(migrated_dir).resolve(), migrated_src, result)
             result.migration_notes.append(f"migrated copy: {migrated_dir} (not migrated again)")
 
         for i in range(1, runs + 1):
             label = f"original #{i}" if runs > 1 else "original"
             say(f"running {label}: {' '.join(command)}")
-            run = _run(
+            run = run_command(
                 label,
                 project,
                 project,
                 list(command),
                 tmp / f"original-{i}",
-                hook_dir,
+                hooks,
                 seed,
                 timeout,
             )
@@ -244,13 +232,13 @@ def verify(
                 break  # a crashing original crashes again: one traceback is enough
         if result.originals[0].ok:
             say(f"running migrated: {' '.join(migrated_command)}")
-            result.migrated = _run(
+            result.migrated = run_command(
                 "migrated",
                 migrated_src,
                 project,
                 migrated_command,
                 tmp / "migrated",
-                hook_dir,
+                hooks,
                 seed,
                 timeout,
             )
@@ -263,7 +251,50 @@ def verify(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _hook_dir(path: Path) -> Path:
+def with_interpreter(command: Sequence[str], python: str | None) -> list[str]:
+    """COMMAND with its interpreter replaced by ``python`` (unchanged when None)."""
+    out = list(command)
+    if python is None:
+        return out
+    if not out or not _PYTHON.search(os.path.basename(out[0])):
+        shown = out[0] if out else ""
+        raise VerifyError(
+            f"--python replaces COMMAND's interpreter, but {shown!r} is not one; "
+            "start COMMAND with python"
+        )
+    out[0] = python
+    return out
+
+
+def project_config(project: Path) -> Config:
+    """The project's ``[tool.est2tpu]`` settings; `VerifyError` when they cannot be read."""
+    from est2tpu.config import ConfigError, load_for
+
+    try:
+        return load_for([project])
+    except ConfigError as exc:
+        raise VerifyError(f"cannot read the project's configuration: {exc}") from None
+
+
+def copy_tree(source: Path, dest: Path, result: Verification) -> None:
+    """Copy ``source`` to ``dest`` without version control, caches, virtual environments and
+    special files (FIFOs, sockets, devices: reading one would block or fail); each special
+    file skipped is noted in ``result`` once."""
+    skipped: list[str] = []
+    ignore = _ignore_special(
+        _IGNORED,
+        lambda directory, name: skipped.append(
+            os.path.relpath(os.path.join(directory, name), source)
+        ),
+    )
+    shutil.copytree(source, dest, symlinks=True, ignore=ignore)
+    for name in skipped:
+        note = f"skipped {name}: not a regular file (a FIFO, socket or device is not copied)"
+        if note not in result.migration_notes:
+            result.migration_notes.append(note)
+
+
+def hook_dir(path: Path) -> Path:
     """A directory for the child's PYTHONPATH: our ``sitecustomize`` and the est2tpu package
     (the migrated code imports its runtime; the child interpreter may not have it)."""
     package = Path(__file__).resolve().parent
@@ -278,7 +309,7 @@ def _hook_dir(path: Path) -> Path:
     return path
 
 
-def _migrate_copy(
+def migrate_copy(
     project: Path, dest: Path, target: Target, config: Config, result: Verification
 ) -> bool:
     """Copy ``project`` to ``dest`` and write the migration (computed in memory from
@@ -297,7 +328,7 @@ def _migrate_copy(
             per_file_ignores=config.ignores_for if config.per_file_ignores else None,
         )
     )
-    shutil.copytree(project, dest, symlinks=True, ignore=_IGNORED)
+    copy_tree(project, dest, result)
     failed = [r for r in results if r.status is Status.FAILED]
     for r in failed:
         result.problems.append(f"{r.path}: cannot be migrated: {r.error}")
@@ -316,6 +347,7 @@ def _migrate_copy(
         target_file.unlink()
         target_file.write_bytes(data)
         os.chmod(target_file, mode & 0o7777)
+        result.changed_files.append(str(target_file.relative_to(dest)))
         changed += 1
     if changed == 0:
         result.migration_notes.insert(0, "the migration changed no file")
@@ -324,7 +356,7 @@ def _migrate_copy(
     return True
 
 
-def _run(
+def run_command(
     label: str,
     source: Path,
     project: Path,
@@ -333,13 +365,15 @@ def _run(
     hook_dir: Path,
     seed: int,
     timeout: float,
+    extra_env: dict[str, str] | None = None,
 ) -> Run:
     """Run ``command`` in a fresh copy of ``source`` (so no checkpoint of another run is
-    resumed); paths into ``project`` in the command and PYTHONPATH point at the copy."""
+    resumed); paths into ``project`` in the command and PYTHONPATH point at the copy.
+    ``extra_env``: more variables for the child (the TPU check's)."""
     from est2tpu.runtime import verify_hook
 
     copy = workdir / project.name
-    shutil.copytree(source, copy, symlinks=True, ignore=_IGNORED)
+    shutil.copytree(source, copy, symlinks=True, ignore=_ignore_special(_IGNORED))
     (workdir / "tmp").mkdir()
     record = workdir / "record.json"
     argv = [_in_copy(arg, project, copy) for arg in command]
@@ -353,10 +387,12 @@ def _run(
             verify_hook.SEED_ENV: str(seed),
             verify_hook.RECORD_ENV: str(record),
             verify_hook.HOOK_DIR_ENV: str(hook_dir),
+            verify_hook.PROJECT_ENV: str(copy),
             "PYTHONHASHSEED": str(seed % 4294967296),
             "PYTHONDONTWRITEBYTECODE": "1",
             # Estimators without model_dir train in tempfile.mkdtemp(): one per run.
             "TMPDIR": str(workdir / "tmp"),
+            **(extra_env or {}),
         }
     )
     stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
@@ -396,6 +432,30 @@ def _run(
     shown = str(project) if source == project else f"<migrated copy of {project}>"
     stderr = stderr.replace(str(copy), shown)
     return Run(label, returncode, seconds, data, _traceback_tail(stderr), timed_out)
+
+
+def _ignore_special(
+    base: Callable[[str, list[str]], set[str]],
+    on_skip: Callable[[str, str], None] | None = None,
+) -> Callable[[str, list[str]], set[str]]:
+    """``base``, and every name that is not a regular file, directory or symlink (told to
+    ``on_skip``)."""
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        base_out = set(base(directory, names))
+        out = set(base_out)
+        for name in names:
+            try:
+                mode = os.lstat(os.path.join(directory, name)).st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                out.add(name)
+                if on_skip is not None and name not in base_out:
+                    on_skip(directory, name)
+        return out
+
+    return ignore
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -468,7 +528,7 @@ def _compare(result: Verification) -> None:
     """Fill rows, problems and the exit code from the runs."""
     first = result.originals[0]
     if not first.ok:
-        result.problems.append(_failure(first))
+        result.problems.append(failure_text(first))
         result.exit_code = EXIT_CANNOT_VERIFY
         return
     if first.record is None:
@@ -491,7 +551,7 @@ def _compare(result: Verification) -> None:
     spreads: dict[str, float] = {}
     for other in result.originals[1:]:
         if not other.ok:
-            result.problems.append(_failure(other) + " (the first run succeeded)")
+            result.problems.append(failure_text(other) + " (the first run succeeded)")
             continue
         theirs = other.metrics
         for name, value in baseline.items():
@@ -535,7 +595,7 @@ def _compare(result: Verification) -> None:
         result.rows.append(Row(name, None, ours[name], Verdict.MISSING))
         disagree = True
     if not migrated.ok:
-        result.problems.append(_failure(migrated))
+        result.problems.append(failure_text(migrated))
         disagree = True
     elif migrated.evaluations != first.evaluations:
         result.problems.append(
@@ -553,7 +613,8 @@ def _second(result: Verification, name: str) -> Any:
     return None
 
 
-def _failure(run: Run) -> str:
+def failure_text(run: Run) -> str:
+    """Why a run failed: its timeout, or its exit code and the end of its output."""
     if run.timed_out:
         return f"{run.label} timed out after {run.seconds:.0f} s and was stopped"
     tail = "\n".join("    " + line for line in run.stderr_tail)

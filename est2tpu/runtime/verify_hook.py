@@ -13,6 +13,8 @@ What it does in the program:
   TensorFlow's global seed when TensorFlow loads, all from ``$EST2TPU_VERIFY_SEED``;
 - gives ``RunConfig(tf_random_seed=None)`` that seed (the graph seed of every
   train/evaluate/predict graph an Estimator builds);
+- with ``$EST2TPU_VERIFY_TPU_CORES`` set (``verify --tpu``), applies the TPU semantics of
+  `est2tpu.runtime.tpu_verify` instead of recording, and writes its findings;
 - records each ``train()`` (the global step it reached) and ``evaluate()`` (the metrics dict it
   returned), outermost calls only (``TPUEstimator.train`` calls ``Estimator.train``), and
   writes them as JSON to ``$EST2TPU_VERIFY_RECORD`` when the interpreter exits, even after an
@@ -40,6 +42,7 @@ from typing import Any
 SEED_ENV = "EST2TPU_VERIFY_SEED"
 RECORD_ENV = "EST2TPU_VERIFY_RECORD"
 HOOK_DIR_ENV = "EST2TPU_VERIFY_HOOK_DIR"
+PROJECT_ENV = "EST2TPU_VERIFY_PROJECT"  # the copy the program runs in
 
 _record: dict[str, Any] = {"evaluations": [], "trains": [], "patched": []}
 _active = threading.local()
@@ -200,6 +203,10 @@ def _write() -> None:
     path = os.environ.get(RECORD_ENV)
     if not path:
         return
+    from est2tpu.runtime import tpu_verify
+
+    if tpu_verify.enabled():
+        _record["tpu"] = tpu_verify.record()
     steps = [t["global_step"] for t in _record["trains"] if t["global_step"] is not None]
     steps += [
         e["metrics"]["global_step"]
@@ -232,6 +239,14 @@ def install() -> None:
         return
     _installed = True
     random.seed(_seed())
+    from est2tpu.runtime import tpu_verify
+
+    if tpu_verify.enabled():
+        # The TPU check builds graphs and records no results: seeds and TPU semantics only.
+        for name in list(_PATCHES):
+            if name.startswith(("tensorflow_estimator.", "est2tpu.")):
+                del _PATCHES[name]
+        _PATCHES.update(tpu_verify.PATCHES)
     sys.meta_path.insert(0, _Finder())
     for name, patch in _PATCHES.items():
         module = sys.modules.get(name)
