@@ -34,7 +34,14 @@ from est2tpu.runtime.tpu_verify_ids import CHECKS
 CORES_ENV = "EST2TPU_VERIFY_TPU_CORES"
 PROJECT_ENV = "EST2TPU_VERIFY_PROJECT"  # = verify_hook.PROJECT_ENV
 
-state: dict[str, Any] = {"checked": [], "findings": [], "notes": [], "internal": [], "ended": None}
+state: dict[str, Any] = {
+    "checked": [],
+    "findings": [],
+    "notes": [],
+    "internal": [],
+    "ended": None,
+    "errors_reported": 0,  # every error reported, repeats included
+}
 
 
 class _Checked(BaseException):
@@ -100,6 +107,8 @@ def report(
 ) -> bool:
     """Record a finding (once per ID and place). False when it was already recorded."""
     check = CHECKS[check_id]
+    if check.severity == "error":
+        state["errors_reported"] += 1
     path, line = where if where is not None else ("", 0)
     column = _column(path, line, hint) if path else 0
     shown = os.path.relpath(os.path.realpath(path), _project()) if path else ""
@@ -195,24 +204,33 @@ _TRANSLATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("TPU101", re.compile(r"batch size \d+ must be divisible by number of replicas")),
     ("TPU113", re.compile(r"eval_batch_size in TPUEstimator constructor cannot be `None`")),
     ("TPU102", re.compile(r"not a supported TPU infeed type")),
-    ("TPU103", re.compile(r"must be statically known|as_list\(\) is not defined on an unknown")),
+    (
+        "TPU103",
+        re.compile(
+            r"must be statically known|as_list\(\) is not defined on an unknown"
+            r"|must have a fixed size for dimension"
+        ),
+    ),
     ("TPU104", re.compile(r"must have a batch\s+dimension|got scalar")),
-    ("TPU105", re.compile(r"must be from the same graph.*while|while_body", re.DOTALL)),
+    ("TPU105", re.compile(r"must be from the same graph|while_body")),
 )
+# What a TensorFlow error may be the consequence of, besides its own ID.
+_CAUSES = {"TPU105": ("TPU105", "TPU106", "TPU107", "TPU108")}
 
 
 def translate(exc: BaseException, estimator: Any, before: int) -> None:
     """Report what TensorFlow raised while building the TPU graph, unless a finding made in
     the same call already names its cause."""
-    errors_since = [f for f in state["findings"][before:] if CHECKS[f["id"]].severity == "error"]
+    errors_since = state["errors_reported"] > before
     text = f"{type(exc).__name__}: {exc}"
     tb_frames = [(f.filename, f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
-    where = user_frame(tb_frames) or getattr(estimator, "_est2tpu_verify_site", None)
+    where = user_frame(tb_frames) or getattr(estimator, "_est2tpu_verify_call_site", None)
     for check_id, pattern in _TRANSLATIONS:
         if pattern.search(str(exc)):
-            if check_id == "TPU101":
+            if check_id in ("TPU101", "TPU113"):  # the constructor's arguments
                 where = getattr(estimator, "_est2tpu_verify_site", None) or where
-            if not any(f["id"] == check_id for f in errors_since):
+            causes = _CAUSES.get(check_id, (check_id,))
+            if not any(f["id"] in causes for f in state["findings"]):
                 report(check_id, f"TensorFlow's TPU path: {_one_line(text)}", where)
             return
     if errors_since:
@@ -292,16 +310,18 @@ def _checked_call(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
         if kind in self._est2tpu_verify_calls:
             _end(f"a second {kind}() of the same TPUEstimator")
         self._est2tpu_verify_calls.add(kind)
-        self._est2tpu_verify_current = kind
-        before = len(state["findings"])
+        self._est2tpu_verify_call_site = _call_site()
+        before = state["errors_reported"]
         try:
             return method(self, *args, **kwargs)
         except _Checked as done:
             return self if kind == "train" else done.result
-        except Exception as exc:  # noqa: BLE001 -- reported as a finding, the program goes on
+        except Exception as exc:  # noqa: BLE001 -- reported as a finding
             translate(exc, self, before)
             state["checked"].append({"call": kind, "graph": False})
-            return self if kind == "train" else {"global_step": 0}
+            if kind == "evaluate":
+                _end("evaluate(), which failed on the TPU path (the program needs its metrics)")
+            return self  # train(): evaluate() is checked next
 
     return wrapper
 
@@ -398,7 +418,7 @@ def _train_with_spec(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, estimator_spec, *args, **kwargs)
         _check_graph(self, "train")
         # Scaffold.finalize is where summaries or table initializers of the loop fail.
-        before = len(state["findings"])
+        before = state["errors_reported"]
         try:
             estimator_spec.scaffold.finalize()
         except Exception as exc:  # noqa: BLE001 -- TensorFlow's own check: a finding
@@ -421,7 +441,7 @@ def _evaluate_run(original: Callable[..., Any]) -> Callable[..., Any]:
         if not getattr(self, "_est2tpu_verify_tpu", False):
             return original(self, checkpoint_path, scaffold, update_op, eval_dict, *args, **kwargs)
         _check_graph(self, "eval")
-        before = len(state["findings"])
+        before = state["errors_reported"]
         try:
             scaffold.finalize()
         except Exception as exc:  # noqa: BLE001 -- TensorFlow's own check: a finding

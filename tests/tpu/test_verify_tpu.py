@@ -1,0 +1,136 @@
+"""`est2tpu verify --tpu`: one real TensorFlow 2.15 program per defect class, through the CLI
+in a subprocess; each finding at the line its program marks (``# expect: TPU1xx``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from est2tpu.runtime.tpu_verify_ids import CHECKS
+from est2tpu.tpucheck import catalogue
+from tests.test_verify import tf215
+from tests.tpu.programs import CLASSES, CLEAN, expected, program
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def verify_tpu(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="200", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("TPU_NAME", None)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "est2tpu",
+            "verify",
+            "--tpu",
+            *args,
+            str(project),
+            "--",
+            tf215(),
+            "train.py",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=env,
+    )
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(text, encoding="utf-8")
+    return project
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("defect", CLASSES)
+def test_each_defect_is_reported_at_its_line(tmp_path: Path, defect: str) -> None:
+    text = program(defect)
+    project = write(tmp_path, text)
+    done = verify_tpu(project, "-f", "json")
+    doc = json.loads(done.stdout)
+    found = {(f["line"], f["rule"]) for f in doc["findings"]}
+    assert found == expected(text), done.stderr[-2000:]
+    for finding in doc["findings"]:
+        assert finding["path"] == (project / "train.py").as_posix()
+    errors = [i for _, i in found if CHECKS[i].severity == "error"]
+    assert done.returncode == (1 if errors else 0), done.stderr[-2000:]
+
+
+@pytest.mark.tf
+def test_a_clean_program_is_tpu_ready_in_under_a_minute(tmp_path: Path) -> None:
+    project = write(tmp_path, CLEAN)
+    start = time.monotonic()
+    done = verify_tpu(project, "--tpu-cores", "8")
+    seconds = time.monotonic() - start
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "TPU-READY" in done.stdout
+    assert "checked on 8 TPU cores (one host): train(), evaluate()" in done.stdout
+    assert seconds < 60, seconds
+
+
+@pytest.mark.tf
+def test_sarif_and_github_formats_carry_the_finding(tmp_path: Path) -> None:
+    text = program("summary_in_loop")
+    project = write(tmp_path, text)
+    ((line, rule),) = expected(text)
+    done = verify_tpu(project, "-f", "sarif")
+    assert done.returncode == 1
+    run = json.loads(done.stdout)["runs"][0]
+    (result,) = run["results"]
+    assert result["ruleId"] == rule
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == line
+    assert rule in {r["id"] for r in run["tool"]["driver"]["rules"]}
+
+
+def test_every_check_has_a_catalogue_entry_of_its_severity() -> None:
+    entries = catalogue.load()
+    assert set(entries) == set(CHECKS)
+    for check_id, check in CHECKS.items():
+        assert catalogue.severity(check_id) == check.severity
+        assert check.severity in entries[check_id].docs
+
+
+def test_explain_shows_a_check(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "est2tpu", "explain", "TPU111"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "CrossShardOptimizer" in done.stdout
+
+
+def test_usage_errors_exit_2_before_running(tmp_path: Path) -> None:
+    project = write(tmp_path, CLEAN)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "est2tpu",
+            "verify",
+            "--tpu",
+            "--target",
+            "tf2",
+            str(project),
+            "--",
+            "python",
+            "train.py",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "tf2" in done.stderr
