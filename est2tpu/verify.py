@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -104,6 +104,7 @@ class Run:
     record: dict[str, Any] | None  # what the hook wrote; None if it wrote nothing
     stderr_tail: list[str]
     timed_out: bool = False
+    workdir: Path | None = None  # what the run owns: its copy and its TMPDIR
 
     @property
     def ok(self) -> bool:
@@ -181,8 +182,8 @@ def verify(
 ) -> Verification:
     """Migrate a copy of ``project``, run ``command`` in copies of both and compare.
 
-    ``python`` replaces COMMAND's interpreter for the migrated copy (an interpreter with
-    current TensorFlow for the tf2 target). ``migrated_dir``: an already migrated (perhaps
+    ``python`` replaces COMMAND's interpreter: for the migrated copy on the tf2 target (an
+    interpreter with current TensorFlow), for both copies on the tpu-estimator target. ``migrated_dir``: an already migrated (perhaps
     hand-edited) tree to run instead of migrating ``project``. Raises `VerifyError` on a usage
     error, before anything runs.
     """
@@ -198,6 +199,9 @@ def verify(
         raise VerifyError(f"{migrated_dir} is not a directory")
     config = project_config(project)
     target = target or config.target or Target.TPU_ESTIMATOR
+    if target is Target.TPU_ESTIMATOR:
+        # Both programs need the same TensorFlow (<= 2.15): one interpreter runs both.
+        command = migrated_command
     say = progress or (lambda _message: None)
     result = Verification(target=target, command=list(command))
 
@@ -431,7 +435,7 @@ def run_command(
     # The copy is deleted when verify ends: name files by the path the user knows.
     shown = str(project) if source == project else f"<migrated copy of {project}>"
     stderr = stderr.replace(str(copy), shown)
-    return Run(label, returncode, seconds, data, _traceback_tail(stderr), timed_out)
+    return Run(label, returncode, seconds, data, _traceback_tail(stderr), timed_out, workdir)
 
 
 def _ignore_special(
@@ -547,6 +551,12 @@ def _compare(result: Verification) -> None:
         result.exit_code = EXIT_CANNOT_VERIFY
         return
 
+    shared = _shared_state(result)
+    if shared:
+        result.problems.extend(shared)
+        result.exit_code = EXIT_CANNOT_VERIFY
+        return
+
     baseline = first.metrics
     spreads: dict[str, float] = {}
     for other in result.originals[1:]:
@@ -606,6 +616,33 @@ def _compare(result: Verification) -> None:
     result.exit_code = EXIT_DISAGREE if disagree else EXIT_AGREE
 
 
+def _shared_state(result: Verification) -> list[str]:
+    """Why the runs may have seen each other's checkpoints: a model_dir outside the run's own
+    copy (the same absolute path in every run), or a checkpoint there before the run."""
+    out: list[str] = []
+    runs = [*result.originals, *([result.migrated] if result.migrated else [])]
+    for run in runs:
+        if run.record is None or run.workdir is None:
+            continue
+        own = str(run.workdir.resolve())
+        for entry in run.record.get("model_dirs", []):
+            path = str(entry.get("path", ""))
+            real = os.path.realpath(path)
+            if not (real == own or real.startswith(own + os.sep)):
+                out.append(
+                    f"{run.label} used model_dir {path}, outside its copy of the project: "
+                    "every run reads and writes the same checkpoints there, so their results "
+                    "cannot be compared; give model_dir as a relative path or a flag that "
+                    "COMMAND sets"
+                )
+            elif entry.get("checkpoint_before"):
+                out.append(
+                    f"{run.label} started from a checkpoint that was in {path} before it ran "
+                    "(copied with the project?): remove it from PROJECT"
+                )
+    return list(dict.fromkeys(out))
+
+
 def _second(result: Verification, name: str) -> Any:
     for run in result.originals[1:]:
         if name in run.metrics and run.metrics[name] != result.originals[0].metrics[name]:
@@ -632,6 +669,14 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _cell(value: Any) -> str:
+    """A metric for the table: a float to 12 significant digits (the verdict column tells
+    equal from different exactly), anything else as `_fmt` writes it."""
+    if isinstance(value, float) and len(repr(value)) > 14:
+        return f"{value:.12g}"
+    return _fmt(value)
+
+
 def _exit_text(run: Run | None) -> str:
     if run is None:
         return "not run"
@@ -640,35 +685,95 @@ def _exit_text(run: Run | None) -> str:
     return str(run.returncode)
 
 
+def _wide_table(
+    title: str, labels: list[str], rows: list[list[str]], footer: list[list[str]]
+) -> Table:
+    """A column per run."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    for i, label in enumerate(labels, 1):
+        # A column never narrower than its longest word: numbers are never cut mid-digit.
+        widest = max((len(word) for r in rows + footer for word in r[i].split()), default=1)
+        table.add_column(label, justify="right", overflow="fold", min_width=widest)
+    table.add_column("result")
+    for cells in rows:
+        table.add_row(*cells)
+    if rows:
+        table.add_section()
+    for cells in footer:
+        table.add_row(*cells)
+    return table
+
+
+def _long_table(
+    title: str, labels: list[str], rows: list[list[str]], footer: list[list[str]]
+) -> Table:
+    """A line per run and metric, for a terminal too narrow for `_wide_table`."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("run")
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("result")
+    for cells in rows + footer:
+        for i, label in enumerate(labels, 1):
+            first = i == 1
+            table.add_row(cells[0] if first else "", label, cells[i], cells[-1] if first else "")
+        table.add_section()
+    return table
+
+
+class _Fitting:
+    """The wide table when the terminal holds it, else the long one."""
+
+    def __init__(self, wide: Table, long: Table, cells: list[list[str]]) -> None:
+        self.wide, self.long = wide, long
+        # Every column as wide as its longest word, its padding, and the borders.
+        columns = zip(*cells, strict=True) if cells else []
+        words = [
+            max((len(w) for cell in column for w in cell.split()), default=1) for column in columns
+        ]
+        self.needed = sum(width + 2 for width in words) + len(words) + 1
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.wide if self.needed <= options.max_width else self.long
+
+
 def render(result: Verification) -> RenderableType:
     """The table and the verdict, for the terminal."""
-    table = Table(title=f"est2tpu verify (target {result.target.value})", title_justify="left")
-    table.add_column("metric")
-    for run in result.originals:
-        table.add_column(run.label, justify="right", overflow="fold")
-    table.add_column("migrated", justify="right", overflow="fold")
-    table.add_column("result")
     others = result.originals[1:]
+    rows: list[list[str]] = []
     for row in result.rows:
-        cells = [row.name, _fmt(row.original)]
-        cells += [_fmt(run.metrics.get(row.name)) for run in others]
+        cells = [row.name, _cell(row.original)]
+        cells += [_cell(run.metrics.get(row.name)) for run in others]
         verdict = row.verdict.value
         if row.verdict is Verdict.WITHIN:
             verdict += f" (±{row.allowed:.3g})"
-        table.add_row(*cells, _fmt(row.migrated), verdict)
-    if result.rows:
-        table.add_section()
-    table.add_row(
-        "exit code",
-        *[_exit_text(run) for run in result.originals],
-        _exit_text(result.migrated),
-        "",
-    )
-    table.add_row(
-        "wall time",
-        *[f"{run.seconds:.1f} s" for run in result.originals],
-        f"{result.migrated.seconds:.1f} s" if result.migrated else "-",
-        "",
+        elif row.verdict is Verdict.DIFFERENT:
+            moved = _difference(row.original, row.migrated)
+            if moved is not None:
+                verdict += f" (by {moved:.3g})"
+        rows.append([*cells, _cell(row.migrated), verdict])
+    labels = [run.label for run in result.originals] + ["migrated"]
+    footer = [
+        [
+            "exit code",
+            *[_exit_text(run) for run in result.originals],
+            _exit_text(result.migrated),
+            "",
+        ],
+        [
+            "wall time",
+            *[f"{run.seconds:.1f} s" for run in result.originals],
+            f"{result.migrated.seconds:.1f} s" if result.migrated else "-",
+            "",
+        ],
+    ]
+    title = f"est2tpu verify (target {result.target.value})"
+    header = ["metric", *labels, "result"]
+    table = _Fitting(
+        _wide_table(title, labels, rows, footer),
+        _long_table(title, labels, rows, footer),
+        [header, *rows, *footer],
     )
     parts: list[RenderableType] = [table]
     for note in result.migration_notes:

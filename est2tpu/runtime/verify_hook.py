@@ -44,7 +44,7 @@ RECORD_ENV = "EST2TPU_VERIFY_RECORD"
 HOOK_DIR_ENV = "EST2TPU_VERIFY_HOOK_DIR"
 PROJECT_ENV = "EST2TPU_VERIFY_PROJECT"  # the copy the program runs in
 
-_record: dict[str, Any] = {"evaluations": [], "trains": [], "patched": []}
+_record: dict[str, Any] = {"evaluations": [], "trains": [], "patched": [], "model_dirs": []}
 _active = threading.local()
 _installed = False
 
@@ -85,6 +85,26 @@ def _global_step(estimator: Any) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _has_checkpoint(directory: str) -> bool:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return any(name == "checkpoint" or name.endswith(".index") for name in names)
+
+
+def _note_model_dir(estimator: Any) -> None:
+    """Each model_dir the program uses, and whether a checkpoint was there before its first
+    use (`verify` refuses to compare runs that share state outside their copies)."""
+    model_dir = getattr(estimator, "model_dir", None)
+    if not isinstance(model_dir, str) or not model_dir:
+        return
+    path = os.path.abspath(model_dir)
+    if any(entry["path"] == path for entry in _record["model_dirs"]):
+        return
+    _record["model_dirs"].append({"path": path, "checkpoint_before": _has_checkpoint(path)})
+
+
 def _recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``train``/``evaluate`` so that the outermost call of each kind is recorded."""
 
@@ -93,6 +113,7 @@ def _recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
         if getattr(_active, kind, False):
             return method(self, *args, **kwargs)
         setattr(_active, kind, True)
+        _note_model_dir(self)
         try:
             result = method(self, *args, **kwargs)
         finally:
