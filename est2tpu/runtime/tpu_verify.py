@@ -459,11 +459,26 @@ def patch_estimator(module: ModuleType) -> None:
     cls._evaluate_run = _evaluate_run(cls._evaluate_run)
 
 
+def _on_tpu(tpu: str | None = None) -> bool:
+    """`est2tpu.runtime.use_tpu` under the check: the program runs as it would on a TPU."""
+    return True
+
+
+def patch_runtime(module: ModuleType) -> None:
+    """The runtime's own answer to "is there a TPU?" is yes (``drop_remainder=use_tpu()``,
+    ``iterations_per_loop``), as it is on a TPU; nothing connects to one."""
+    module.use_tpu = _on_tpu  # type: ignore[attr-defined]
+    package = sys.modules.get("est2tpu.runtime")
+    if package is not None:
+        package.use_tpu = _on_tpu  # type: ignore[attr-defined]
+
+
 _ESTIMATOR = "tensorflow_estimator.python.estimator."
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
     _ESTIMATOR + "tpu.tpu_context": patch_tpu_context,
     _ESTIMATOR + "tpu.tpu_estimator": patch_tpu_estimator,
     _ESTIMATOR + "estimator": patch_estimator,
+    "est2tpu.runtime._tpu": patch_runtime,
 }
 
 

@@ -37,6 +37,7 @@ _TPU_ONLY = frozenset(
         "_Retval",
         "Placeholder",
         "NoOp",
+        "Assert",  # its XLA kernel compiles it to nothing, string message included
     }
 )
 _SUMMARY = frozenset(
@@ -205,9 +206,10 @@ def check_ops(ops: Sequence[Any], *, mode: str, cores: int) -> list[Problem]:
                 problems.append(
                     Problem(
                         "TPU110",
-                        "a tf.compat.v1.metrics update runs on the TPU in training; its "
-                        "local variables and update ops are host-side state that the TPU "
-                        "loop cannot keep",
+                        "a tf.compat.v1.metrics update runs inside the TPU training loop: "
+                        "each core counts only its own examples (never summed across "
+                        "cores), and a value inside the loop cannot be fetched by hooks or "
+                        "summaries on the host",
                         frames,
                     )
                 )
@@ -259,9 +261,10 @@ def check_ops(ops: Sequence[Any], *, mode: str, cores: int) -> list[Problem]:
 
 
 def _feeds_only_summaries(op: Any) -> bool:
-    """A summary's tag or name constant: the summary itself is the finding."""
+    """A summary's tag or an assertion's message: the summary itself is the finding, and XLA
+    compiles an assertion (with its message) to nothing."""
     consumers = [c for t in op.outputs for c in t.consumers()]
-    return bool(consumers) and all(c.type in _SUMMARY for c in consumers)
+    return bool(consumers) and all(c.type in _SUMMARY or c.type == "Assert" for c in consumers)
 
 
 def _cross_replica_sum(ops: Sequence[Any], cores: int) -> list[Problem]:

@@ -1,7 +1,8 @@
 """The catalogue of the TPU1xx findings of `verify --tpu`: ``rules/verify/TPU1xx.md``.
 
 They are findings of a run, not rules of the migration: no rewrite, no fixture folder, no
-``--select``; each entry has the catalogue's headings and a ``severity:`` header line.
+``--select``. Each entry has the catalogue's header with a ``severity:`` line (error or
+warning) and the headings of `HEADINGS`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from est2tpu.catalogue import data_dir, parse_entry
 from est2tpu.ftypes import RuleInfo
 
 FOLDER = "verify"
+HEADINGS = ("What it does", "Why", "How to fix", "References")
 
 
 @functools.cache

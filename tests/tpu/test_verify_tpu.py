@@ -20,7 +20,10 @@ from tests.tpu.programs import CLASSES, CLEAN, expected, program
 REPO = Path(__file__).resolve().parents[2]
 
 
-def verify_tpu(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_verify_tpu(
+    project: Path, options: list[str], program: list[str]
+) -> subprocess.CompletedProcess[str]:
+    """`est2tpu verify --tpu OPTIONS PROJECT -- <TF 2.15 python> PROGRAM...`."""
     env = dict(os.environ, COLUMNS="200", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     env.pop("TPU_NAME", None)
     return subprocess.run(
@@ -30,11 +33,11 @@ def verify_tpu(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
             "est2tpu",
             "verify",
             "--tpu",
-            *args,
+            *options,
             str(project),
             "--",
             tf215(),
-            "train.py",
+            *program,
         ],
         capture_output=True,
         text=True,
@@ -42,6 +45,10 @@ def verify_tpu(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         check=False,
         env=env,
     )
+
+
+def verify_tpu(project: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return run_verify_tpu(project, list(options), ["train.py"])
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -98,6 +105,7 @@ def test_every_check_has_a_catalogue_entry_of_its_severity() -> None:
     for check_id, check in CHECKS.items():
         assert catalogue.severity(check_id) == check.severity
         assert check.severity in entries[check_id].docs
+        assert tuple(entries[check_id].sections) == catalogue.HEADINGS
 
 
 def test_explain_shows_a_check(tmp_path: Path) -> None:
