@@ -322,6 +322,13 @@ def verify(
         ),
     ] = False,
     tpu_cores: Annotated[int, typer.Option(help="TPU cores on one host, for --tpu.", min=1)] = 8,
+    strict_shapes: Annotated[
+        bool,
+        typer.Option(
+            "--strict-shapes",
+            help="With --tpu --target tf2: input dimensions unknown at graph time are errors.",
+        ),
+    ] = False,
     output_format: Annotated[
         OutputFormat,
         typer.Option(
@@ -365,17 +372,23 @@ def verify(
     from est2tpu import verify as verifier
 
     if tpu:
-        _verify_tpu(
+        from est2tpu.tpucheck import command as tpu_command
+
+        code = tpu_command.main(
             project,
             command or [],
-            target,
-            python,
-            tpu_cores,
-            timeout,
-            migrated,
-            keep,
-            output_format,
+            output_format.value,
+            _stdout(),
+            _stderr(),
+            timeout=timeout,
+            cores=tpu_cores,
+            target=target,
+            python=python,
+            migrated_dir=migrated,
+            keep=keep,
+            strict_shapes=strict_shapes,
         )
+        raise typer.Exit(code)
     if output_format is not OutputFormat.TEXT:
         _stderr().print(Text("error: --output-format goes with --tpu"))
         raise typer.Exit(EXIT_ERROR)
@@ -394,48 +407,9 @@ def verify(
     except verifier.VerifyError as exc:
         _stderr().print(Text(f"error: {exc}"))
         raise typer.Exit(EXIT_ERROR) from None
-    _stdout().print(verifier.render(result))
-    raise typer.Exit(result.exit_code)
+    from est2tpu.verify_table import render
 
-
-def _verify_tpu(
-    project: Path,
-    command: list[str],
-    target: Target | None,
-    python: str | None,
-    cores: int,
-    timeout: float | None,
-    migrated: Path | None,
-    keep: bool,
-    output: OutputFormat,
-) -> None:
-    """`verify --tpu`: print the findings in ``output`` and exit with the verdict."""
-    from est2tpu import verify as verifier
-    from est2tpu.tpucheck import output as tpu_output
-    from est2tpu.tpucheck import run as tpu_run
-
-    try:
-        result = tpu_run.verify_tpu(
-            project,
-            command,
-            cores=cores,
-            target=target,
-            python=python,
-            timeout=tpu_run.DEFAULT_TIMEOUT_S if timeout is None else timeout,
-            migrated_dir=migrated,
-            keep=keep,
-            progress=lambda message: _stderr().out(message, highlight=False),
-        )
-    except verifier.VerifyError as exc:
-        _stderr().print(Text(f"error: {exc}"))
-        raise typer.Exit(EXIT_ERROR) from None
-    if output is OutputFormat.TEXT:
-        _stdout().print(tpu_output.render(result))
-    else:
-        sys.stdout.write(tpu_output.formatted(result, output.value))
-        sys.stdout.flush()
-        for problem in result.problems:
-            _stderr().print(Text(problem))
+    _stdout().print(render(result))
     raise typer.Exit(result.exit_code)
 
 

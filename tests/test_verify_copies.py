@@ -14,6 +14,7 @@ from rich.console import Console
 
 from est2tpu import verify as verifier
 from est2tpu.ftypes import Target
+from est2tpu.verify_table import render
 from tests.test_verify import table_rows, tf215, tree_digest, verify, write_program
 
 
@@ -81,7 +82,7 @@ def _verification(values: list[float]) -> verifier.Verification:
 def test_the_table_never_cuts_a_number(width: int) -> None:
     values = [0.8086000204086304, 0.8086000204086304, 0.8086000204086305]
     out = io.StringIO()
-    Console(file=out, width=width, color_system=None).print(verifier.render(_verification(values)))
+    Console(file=out, width=width, color_system=None).print(render(_verification(values)))
     text = out.getvalue()
     for line in text.splitlines():
         assert len(line) <= width

@@ -26,7 +26,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from est2tpu.runtime import tpu_verify_graph as graph_checks
 from est2tpu.runtime.tpu_verify_ids import CHECKS
@@ -85,7 +85,7 @@ def user_frame(frames: Sequence[tuple[str, int]]) -> tuple[str, int] | None:
     return None
 
 
-def _call_site() -> tuple[str, int] | None:
+def call_site() -> tuple[str, int] | None:
     return user_frame([(f.filename, f.lineno or 0) for f in traceback.extract_stack()])
 
 
@@ -104,10 +104,13 @@ def report(
     where: tuple[str, int] | None,
     *,
     hint: str | None = None,
+    severity: str | None = None,
 ) -> bool:
-    """Record a finding (once per ID and place). False when it was already recorded."""
+    """Record a finding (once per ID and place). False when it was already recorded.
+    ``severity`` overrides the ID's (a warning made an error by ``--strict-shapes``)."""
     check = CHECKS[check_id]
-    if check.severity == "error":
+    severity = severity or check.severity
+    if severity == "error":
         state["errors_reported"] += 1
     path, line = where if where is not None else ("", 0)
     column = _column(path, line, hint) if path else 0
@@ -118,7 +121,7 @@ def report(
     state["findings"].append(
         {
             "id": check_id,
-            "severity": check.severity,
+            "severity": severity,
             "path": shown,
             "line": line,
             "column": column,
@@ -158,8 +161,15 @@ def _batch_site(dataset: Any) -> tuple[str, int] | None:
     return last
 
 
-def check_input(value: Any, site: tuple[str, int] | None) -> None:
-    """input_fn's return value: only numeric tensors of static shape reach the infeed."""
+def check_input(
+    value: Any,
+    site: tuple[str, int] | None,
+    *,
+    unknown_dim: str = "TPU103",
+    severity: str | None = None,
+) -> None:
+    """input_fn's return value: only numeric tensors of static shape reach the infeed.
+    ``unknown_dim``/``severity``: the finding for a dimension unknown at graph time."""
     import tensorflow as tf
 
     if isinstance(value, tf.data.Dataset):
@@ -190,11 +200,12 @@ def check_input(value: Any, site: tuple[str, int] | None) -> None:
             )
         elif spec.shape.rank is None or any(d is None for d in spec.shape.as_list()):
             report(
-                "TPU103",
-                f"{label} has shape {spec.shape}, not static: the TPU infeed needs every "
+                unknown_dim,
+                f"{label} has shape {spec.shape}, not static: the TPU needs every "
                 "dimension known when the graph is built",
                 where,
                 hint="batch(",
+                severity=severity,
             )
 
 
@@ -268,7 +279,7 @@ def patch_tpu_context(module: ModuleType) -> None:
     module._InternalTPUContext._get_tpu_system_metadata = _system_metadata
 
 
-def _end(reason: str) -> None:
+def end(reason: str) -> NoReturn:
     """End the program: everything that could be checked was."""
     state["ended"] = reason
     sys.stdout.flush()
@@ -277,7 +288,7 @@ def _end(reason: str) -> None:
 
 def _tpu_init(init: Callable[..., None]) -> Callable[..., None]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        self._est2tpu_verify_site = _call_site()
+        self._est2tpu_verify_site = call_site()
         self._est2tpu_verify_calls = set()
         config = (
             kwargs.get("config") if "config" in kwargs else (args[1] if len(args) > 1 else None)
@@ -308,9 +319,9 @@ def _checked_call(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
         if not getattr(self, "_est2tpu_verify_tpu", False):
             return method(self, *args, **kwargs)
         if kind in self._est2tpu_verify_calls:
-            _end(f"a second {kind}() of the same TPUEstimator")
+            end(f"a second {kind}() of the same TPUEstimator")
         self._est2tpu_verify_calls.add(kind)
-        self._est2tpu_verify_call_site = _call_site()
+        self._est2tpu_verify_call_site = call_site()
         before = state["errors_reported"]
         try:
             return method(self, *args, **kwargs)
@@ -320,7 +331,7 @@ def _checked_call(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
             translate(exc, self, before)
             state["checked"].append({"call": kind, "graph": False})
             if kind == "evaluate":
-                _end("evaluate(), which failed on the TPU path (the program needs its metrics)")
+                end("evaluate(), which failed on the TPU path (the program needs its metrics)")
             return self  # train(): evaluate() is checked next
 
     return wrapper
@@ -329,7 +340,7 @@ def _checked_call(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
 def _ending(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(self, "_est2tpu_verify_tpu", False):
-            _end(f"{kind}() of a TPUEstimator (it needs the trained model)")
+            end(f"{kind}() of a TPUEstimator (it needs the trained model)")
         return method(self, *args, **kwargs)
 
     return wrapper
@@ -369,7 +380,7 @@ def _check_host_calls(host_calls: Any) -> None:
 def _from_input_fn(from_input_fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(return_values: Any) -> Any:
         try:
-            check_input(return_values, _call_site())
+            check_input(return_values, call_site())
         except Exception as exc:  # noqa: BLE001 -- our check failed, not the program
             internal("the check of input_fn's value", exc)
         return from_input_fn(return_values)
@@ -473,12 +484,19 @@ def patch_runtime(module: ModuleType) -> None:
         package.use_tpu = _on_tpu  # type: ignore[attr-defined]
 
 
+def patch_facade(module: ModuleType) -> None:
+    from est2tpu.runtime import tpu_verify_tf2
+
+    tpu_verify_tf2.patch_facade(module)
+
+
 _ESTIMATOR = "tensorflow_estimator.python.estimator."
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
     _ESTIMATOR + "tpu.tpu_context": patch_tpu_context,
     _ESTIMATOR + "tpu.tpu_estimator": patch_tpu_estimator,
     _ESTIMATOR + "estimator": patch_estimator,
     "est2tpu.runtime._tpu": patch_runtime,
+    "est2tpu.runtime.tf2._estimator": patch_facade,
 }
 
 

@@ -106,5 +106,11 @@ CHECKS: dict[str, Check] = {
             ERROR,
             "give TPUEstimator an eval_batch_size (a multiple of the number of cores)",
         ),
+        Check(
+            "TPU114",
+            WARNING,
+            "batch with drop_remainder=True (or pad to a fixed size) so that every step has "
+            "the shape XLA compiled for",
+        ),
     )
 }

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from est2tpu import report
-from est2tpu.ftypes import FileResult, Finding, Position, Status
+from est2tpu.ftypes import FileResult, Finding, Position, Status, Target
 from est2tpu.tpucheck import catalogue
 from est2tpu.tpucheck.run import EXIT_ERRORS, EXIT_READY, TpuFinding, TpuVerification
 
@@ -80,11 +80,12 @@ def render(result: TpuVerification) -> RenderableType:
         for c in result.checked
     )
     if checked:
-        parts.append(
-            Text(
-                f"checked on {result.cores} TPU cores (one host): {checked} in {result.seconds:.1f} s"
-            )
+        where = (
+            "under XLA (the tf2 facade, one step)"
+            if result.target is Target.TF2
+            else f"on {result.cores} TPU cores (one host)"
         )
+        parts.append(Text(f"checked {where}: {checked} in {result.seconds:.1f} s"))
     for note in result.notes:
         parts.append(Text(f"note: {note}"))
     for problem in result.problems:
@@ -95,7 +96,7 @@ def render(result: TpuVerification) -> RenderableType:
     warnings = len(result.findings) - errors
     if result.exit_code == EXIT_READY:
         tail = f" ({warnings} warning(s))" if warnings else ""
-        parts.append(Text(f"TPU-READY: TensorFlow's TPU path and est2tpu's checks pass{tail}"))
+        parts.append(Text(f"TPU-READY: every check passes{tail}"))
     elif result.exit_code == EXIT_ERRORS:
         parts.append(Text(f"NOT TPU-READY: {errors} error(s), {warnings} warning(s)"))
     else:

@@ -70,12 +70,15 @@ def verify_tpu(
     timeout: float = DEFAULT_TIMEOUT_S,
     migrated_dir: Path | None = None,
     keep: bool = False,
+    strict_shapes: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> TpuVerification:
     """Migrate a copy of ``project`` (or take ``migrated_dir``) and run ``command`` in it once,
     with the program's TPUEstimator taking its TPU path for ``cores`` cores on one host.
 
-    ``python`` replaces COMMAND's interpreter. Raises `cpu_verify.VerifyError` on a usage
+    ``python`` replaces COMMAND's interpreter (current TensorFlow for the tf2 target, whose
+    Estimator facade runs one train step under XLA). ``strict_shapes``: on the tf2 target,
+    input dimensions unknown at graph time are errors, not warnings. Raises `cpu_verify.VerifyError` on a usage
     error, before anything runs.
     """
     project = Path(project).resolve()
@@ -90,11 +93,6 @@ def verify_tpu(
     argv = cpu_verify.with_interpreter(command, python)
     config = cpu_verify.project_config(project)
     target = target or config.target or Target.TPU_ESTIMATOR
-    if target is Target.TF2:
-        raise cpu_verify.VerifyError(
-            "verify --tpu checks the tpu-estimator target (TPUEstimator's TPU path); the tf2 "
-            "target is not checked yet"
-        )
     say = progress or (lambda _message: None)
     result = TpuVerification(project, target, cores, list(argv))
     tmp = Path(tempfile.mkdtemp(prefix="est2tpu-verify-tpu-"))
@@ -112,8 +110,11 @@ def verify_tpu(
             cpu_verify.copy_tree(Path(migrated_dir).resolve(), source, cpu)
         result.notes.extend(n for n in cpu.migration_notes if n.startswith("skipped"))
         say(f"running under TPU semantics ({cores} cores): {' '.join(argv)}")
-        from est2tpu.runtime import tpu_verify
+        from est2tpu.runtime import tpu_verify, tpu_verify_tf2
 
+        env = {tpu_verify.CORES_ENV: str(cores)}
+        if strict_shapes:
+            env[tpu_verify_tf2.STRICT_SHAPES_ENV] = "1"
         run = cpu_verify.run_command(
             "TPU check",
             source,
@@ -123,7 +124,7 @@ def verify_tpu(
             hook_dir,
             cpu_verify.DEFAULT_SEED,
             timeout,
-            extra_env={tpu_verify.CORES_ENV: str(cores)},
+            extra_env=env,
         )
         result.seconds = run.seconds
         _judge(result, run)
@@ -165,8 +166,9 @@ def _judge(result: TpuVerification, run: cpu_verify.Run) -> None:
         )
     if not result.checked and not result.errors:
         result.problems.append(
-            "no TPUEstimator train() or evaluate() was reached: nothing was checked (is the "
-            "program's Estimator a TPUEstimator after migration? does COMMAND train?)"
+            "no TPUEstimator (or tf2 Estimator facade) train() or evaluate() was reached: "
+            "nothing was checked (does COMMAND train? does the migration leave an Estimator "
+            "it does not convert?)"
         )
     if result.errors:
         result.exit_code = EXIT_ERRORS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +17,9 @@ from est2tpu.runtime.tpu_verify_ids import CHECKS
 from est2tpu.tpucheck import catalogue
 from tests.test_verify import tf215
 from tests.tpu.programs import CLASSES, CLEAN, expected, program
+from tests.tpu.programs_tf2 import CLEAN as TF2_CLEAN
+from tests.tpu.programs_tf2 import DEFECTS as TF2_DEFECTS
+from tests.tpu.programs_tf2 import program as tf2_program
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,7 +57,7 @@ def verify_tpu(project: Path, *options: str) -> subprocess.CompletedProcess[str]
 
 def write(tmp_path: Path, text: str) -> Path:
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(parents=True)
     (project / "train.py").write_text(text, encoding="utf-8")
     return project
 
@@ -82,6 +86,7 @@ def test_a_clean_program_is_tpu_ready_in_under_a_minute(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert "TPU-READY" in done.stdout
     assert "checked on 8 TPU cores (one host): train(), evaluate()" in done.stdout
+    assert "note: the program was ended" not in done.stdout  # CLEAN predicts nothing
     assert seconds < 60, seconds
 
 
@@ -122,23 +127,67 @@ def test_explain_shows_a_check(tmp_path: Path) -> None:
 
 def test_usage_errors_exit_2_before_running(tmp_path: Path) -> None:
     project = write(tmp_path, CLEAN)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "est2tpu",
-            "verify",
-            "--tpu",
-            "--target",
-            "tf2",
-            str(project),
-            "--",
-            "python",
-            "train.py",
-        ],
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "est2tpu", "verify", *args, str(project), "--", "nothing"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    no_cores = cli("--tpu", "--tpu-cores", "0")
+    assert no_cores.returncode == 2 and "--tpu-cores" in no_cores.stderr
+    format_without_tpu = cli("-f", "json")
+    assert format_without_tpu.returncode == 2
+    assert "--output-format goes with --tpu" in format_without_tpu.stderr
+    not_python = cli("--tpu", "--python", sys.executable)
+    assert not_python.returncode == 2
+    assert "--python replaces COMMAND's interpreter" in not_python.stderr
+
+
+# --- the tf2 target: the Estimator facade's train step under XLA --------------------------
+
+
+def _tf2_run(
+    tmp_path: Path, text: str, *options: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    from tests.test_verify import tfcur
+
+    project = write(tmp_path, text)
+    migrated = tmp_path / "migrated"
+    shutil.copytree(project, migrated)
+    subprocess.run(
+        [sys.executable, "-m", "est2tpu", "migrate", "-q", "--target", "tf2", str(migrated)],
+        check=True,
         capture_output=True,
-        text=True,
-        check=False,
     )
-    assert done.returncode == 2
-    assert "tf2" in done.stderr
+    done = run_verify_tpu(
+        project,
+        ["--target", "tf2", "--python", tfcur(), "-f", "json", *options],
+        ["train.py"],
+    )
+    return done, (migrated / "train.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("defect", sorted(TF2_DEFECTS))
+def test_tf2_each_defect_is_reported_at_its_line(tmp_path: Path, defect: str) -> None:
+    done, migrated = _tf2_run(tmp_path, tf2_program(defect))
+    found = {(f["line"], f["rule"]) for f in json.loads(done.stdout)["findings"]}
+    assert found == expected(migrated), done.stderr[-2000:]
+    errors = [i for _, i in found if CHECKS[i].severity == "error"]
+    assert done.returncode == (1 if errors else 0), done.stderr[-2000:]
+
+
+@pytest.mark.tf
+def test_tf2_clean_program_passes_and_strict_shapes_fails_a_partial_batch(
+    tmp_path: Path,
+) -> None:
+    done, _ = _tf2_run(tmp_path / "clean", TF2_CLEAN)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["findings"] == []
+    strict, _ = _tf2_run(
+        tmp_path / "strict", tf2_program("unknown_batch_dimension"), "--strict-shapes"
+    )
+    assert strict.returncode == 1, strict.stderr[-2000:]
