@@ -19,6 +19,7 @@ frame of its traceback that lies in the project (``$EST2TPU_VERIFY_PROJECT``).
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import os
 import re
@@ -69,7 +70,7 @@ def _project() -> str:
     return os.path.realpath(os.environ.get(PROJECT_ENV, os.getcwd()))
 
 
-def _in_project(filename: str) -> bool:
+def in_project(filename: str) -> bool:
     root = _project()
     path = os.path.realpath(filename)
     if not (path == root or path.startswith(root + os.sep)):
@@ -80,7 +81,7 @@ def _in_project(filename: str) -> bool:
 def user_frame(frames: Sequence[tuple[str, int]]) -> tuple[str, int] | None:
     """The innermost of ``frames`` (outermost first) in the project."""
     for filename, line in reversed(frames):
-        if _in_project(filename):
+        if in_project(filename):
             return filename, line
     return None
 
@@ -287,13 +288,13 @@ def end(reason: str) -> NoReturn:
 
 
 def _tpu_init(init: Callable[..., None]) -> Callable[..., None]:
+    signature = inspect.signature(init)
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         self._est2tpu_verify_site = call_site()
         self._est2tpu_verify_calls = set()
-        config = (
-            kwargs.get("config") if "config" in kwargs else (args[1] if len(args) > 1 else None)
-        )
-        tpu_config = getattr(config, "tpu_config", None)
+        bound = signature.bind(self, *args, **kwargs)
+        tpu_config = getattr(bound.arguments.get("config"), "tpu_config", None)
         if getattr(tpu_config, "num_cores_per_replica", None):
             state["notes"].append(
                 "model parallelism (TPUConfig.num_cores_per_replica) needs the TPU's topology: "
@@ -302,11 +303,8 @@ def _tpu_init(init: Callable[..., None]) -> Callable[..., None]:
             init(self, *args, **kwargs)
             self._est2tpu_verify_tpu = False
             return
-        if len(args) > 6:  # use_tpu is TPUEstimator's 7th positional parameter
-            args = (*args[:6], True, *args[7:])
-        else:
-            kwargs["use_tpu"] = True
-        init(self, *args, **kwargs)
+        bound.arguments["use_tpu"] = True
+        init(*bound.args, **bound.kwargs)
         self._est2tpu_verify_tpu = True
 
     return __init__

@@ -54,8 +54,11 @@ def _kind(op_type: str) -> tuple[str, str]:
     return "TPU108", f"operation {op_type} has"
 
 
-def translate_xla(exc: BaseException, fallback: tuple[str, int] | None) -> None:
-    """One finding per operation XLA could not compile, at the line TensorFlow names."""
+def translate_xla(exc: BaseException, fallback: tuple[str, int] | None, before: int) -> None:
+    """One finding per operation XLA could not compile, at the line TensorFlow names. A
+    failure with no line of the project, after an error of the same call (``before``, the
+    error count when it started), is that error's consequence."""
+    consequence = tpu_verify.state["errors_reported"] > before
     text = str(exc)
     blocks = text.split("The op is created at:")
     found = False
@@ -67,12 +70,20 @@ def translate_xla(exc: BaseException, fallback: tuple[str, int] | None) -> None:
             continue
         op_type = names[-1][1]
         check_id, what = _kind(op_type)
-        where = tpu_verify.user_frame(_frames(blocks[i + 1])) or fallback
-        tpu_verify.report(
-            check_id, f"{what} no XLA kernel, so XLA cannot compile the train step", where
-        )
+        frames = _frames(blocks[i + 1])
+        # An operation the facade itself made (its innermost frame is not the project's) has
+        # no line of the user's: the train() call stands for it.
+        own = bool(frames) and tpu_verify.in_project(frames[-1][0])
+        where = tpu_verify.user_frame(frames) if own else None
         found = True
-    if not found:
+        if where is None and consequence:
+            continue
+        tpu_verify.report(
+            check_id,
+            f"{what} no XLA kernel, so XLA cannot compile the train step",
+            where or fallback,
+        )
+    if not found and not consequence:
         frames = _frames(text)
         where = tpu_verify.user_frame(frames) or fallback
         first = " ".join(text.split())[:300]
@@ -120,11 +131,11 @@ def _checked(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
             tpu_verify.end(f"a second {kind}() of the same Estimator")
         calls.add(kind)
         site = tpu_verify.call_site()
+        before = tpu_verify.state["errors_reported"]
         try:
             _check_input(self, input_fn, "train" if kind == "train" else "eval")
         except Exception as exc:  # noqa: BLE001 -- our check failed, not the program
             tpu_verify.internal(f"the check of {kind}()'s input", exc)
-        before = tpu_verify.state["errors_reported"]
         if kind == "train":
             self._config.jit_compile = True
             self._config.steps_per_execution = 1
@@ -138,7 +149,7 @@ def _checked(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             result = method(self, input_fn, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 -- reported as a finding
-            translate_xla(exc, site)
+            translate_xla(exc, site, before)
             tpu_verify.state["checked"].append({"call": kind, "graph": False})
             if kind == "evaluate" or tpu_verify.state["errors_reported"] == before:
                 tpu_verify.end(f"{kind}(), which failed under XLA")

@@ -191,3 +191,59 @@ def test_tf2_clean_program_passes_and_strict_shapes_fails_a_partial_batch(
         tmp_path / "strict", tf2_program("unknown_batch_dimension"), "--strict-shapes"
     )
     assert strict.returncode == 1, strict.stderr[-2000:]
+
+
+_MODEL = """\
+import tensorflow as tf
+
+TPU = tf.compat.v1.estimator.tpu
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.compat.v1.layers.dense(features["x"], 2)
+    tf.compat.v1.summary.histogram("logits", logits)  # expect: TPU105
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(
+        tf.compat.v1.train.GradientDescentOptimizer(0.1)
+    )
+    train_op = optimizer.minimize(loss, tf.compat.v1.train.get_global_step())
+    return TPU.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+"""
+
+_TASK = '''\
+import numpy as np
+import tensorflow as tf
+
+from trainer import model
+
+TPU = tf.compat.v1.estimator.tpu
+
+
+class Trainer(TPU.TPUEstimator):
+    """A subclass, built with positional arguments (use_tpu=False among them)."""
+
+
+def input_fn(params):
+    x = np.zeros((64, 4), np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, np.zeros(64, np.int32)))
+    return dataset.repeat().batch(params["batch_size"], drop_remainder=True)
+
+
+config = TPU.RunConfig(model_dir="model", tpu_config=TPU.TPUConfig(iterations_per_loop=2))
+Trainer(model.model_fn, None, config, None, False, 32).train(input_fn, max_steps=2)
+'''
+
+
+@pytest.mark.tf
+def test_a_subclass_built_positionally_in_a_package_is_checked(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "trainer").mkdir(parents=True)
+    (project / "trainer" / "__init__.py").write_text("")
+    (project / "trainer" / "model.py").write_text(_MODEL)
+    (project / "trainer" / "task.py").write_text(_TASK)
+    done = run_verify_tpu(project, ["-f", "json"], ["-m", "trainer.task"])
+    findings = json.loads(done.stdout)["findings"]
+    found = {(f["path"], f["line"], f["rule"]) for f in findings}
+    ((line, rule),) = expected(_MODEL)
+    assert found == {((project / "trainer" / "model.py").as_posix(), line, rule)}, done.stderr
+    assert done.returncode == 1
