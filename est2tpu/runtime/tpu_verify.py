@@ -482,19 +482,12 @@ def patch_runtime(module: ModuleType) -> None:
         package.use_tpu = _on_tpu  # type: ignore[attr-defined]
 
 
-def patch_facade(module: ModuleType) -> None:
-    from est2tpu.runtime import tpu_verify_tf2
-
-    tpu_verify_tf2.patch_facade(module)
-
-
 _ESTIMATOR = "tensorflow_estimator.python.estimator."
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
     _ESTIMATOR + "tpu.tpu_context": patch_tpu_context,
     _ESTIMATOR + "tpu.tpu_estimator": patch_tpu_estimator,
     _ESTIMATOR + "estimator": patch_estimator,
     "est2tpu.runtime._tpu": patch_runtime,
-    "est2tpu.runtime.tf2._estimator": patch_facade,
 }
 
 

@@ -164,3 +164,8 @@ def patch_facade(module: ModuleType) -> None:
     cls = module.Estimator
     for kind in ("train", "evaluate"):
         setattr(cls, kind, _checked(kind, cls.__dict__[kind]))
+
+
+PATCHES: dict[str, Callable[[ModuleType], None]] = {
+    "est2tpu.runtime.tf2._estimator": patch_facade,
+}

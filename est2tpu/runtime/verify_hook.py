@@ -260,7 +260,7 @@ def install() -> None:
         return
     _installed = True
     random.seed(_seed())
-    from est2tpu.runtime import tpu_verify
+    from est2tpu.runtime import tpu_verify, tpu_verify_tf2
 
     if tpu_verify.enabled():
         # The TPU check builds graphs and records no results: seeds and TPU semantics only.
@@ -268,6 +268,7 @@ def install() -> None:
             if name.startswith(("tensorflow_estimator.", "est2tpu.")):
                 del _PATCHES[name]
         _PATCHES.update(tpu_verify.PATCHES)
+        _PATCHES.update(tpu_verify_tf2.PATCHES)
     sys.meta_path.insert(0, _Finder())
     for name, patch in _PATCHES.items():
         module = sys.modules.get(name)
