@@ -1,8 +1,9 @@
 """TPU semantics for the tf2 target's Estimator facade, for `est2tpu verify --tpu --target tf2`.
 
-Loaded with `est2tpu.runtime.tpu_verify` when the facade (``est2tpu.runtime.tf2``) is imported.
-The facade runs the model_fn under `tf.distribute` with `tf.function`; on a TPU, XLA compiles
-its train step. Here:
+`est2tpu.runtime.verify_hook` applies `PATCHES` when the program imports the facade
+(``est2tpu.runtime.tf2``), beside those of `est2tpu.runtime.tpu_verify`. The facade runs the
+model_fn under `tf.distribute` with `tf.function`; on a TPU, XLA compiles its train step.
+Here:
 
 - each ``train()`` runs one step with ``jit_compile=True`` (XLA on CPU, the kernels XLA shares
   with TPU); a compile error becomes a finding at the line TensorFlow names ("The op is
