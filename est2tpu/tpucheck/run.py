@@ -112,7 +112,8 @@ def verify_tpu(
         say(f"running under TPU semantics ({cores} cores): {' '.join(argv)}")
         from est2tpu.runtime import tpu_verify, tpu_verify_tf2
 
-        env = {tpu_verify.CORES_ENV: str(cores)}
+        # No TPU is asked anything: the runtime resolves none from $TPU_NAME.
+        env = {tpu_verify.CORES_ENV: str(cores), "TPU_NAME": ""}
         if strict_shapes:
             env[tpu_verify_tf2.STRICT_SHAPES_ENV] = "1"
         run = cpu_verify.run_command(
