@@ -69,6 +69,17 @@ DEFECTS: dict[str, list[tuple[str, str]]] = {
             + "    net = net + tf.cast(tf.strings.length(text), tf.float32)\n",
         )
     ],
+    "lookup_table_in_step": [
+        (
+            _NET,
+            _NET
+            + "    keys = tf.constant([0, 1], tf.int64)\n"
+            + "    init = tf.lookup.KeyValueTensorInitializer(keys, keys[::-1])\n"
+            + "    table = tf.lookup.StaticHashTable(init, -1)  # expect: TPU106\n"
+            + "    ids = table.lookup(tf.cast(labels, tf.int64))\n"
+            + "    net = net + tf.cast(tf.reshape(ids, [-1, 1]), tf.float32)\n",
+        )
+    ],
     "no_xla_kernel": [
         (
             _NET,
