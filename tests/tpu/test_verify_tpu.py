@@ -247,3 +247,32 @@ def test_a_subclass_built_positionally_in_a_package_is_checked(tmp_path: Path) -
     ((line, rule),) = expected(_MODEL)
     assert found == {((project / "trainer" / "model.py").as_posix(), line, rule)}, done.stderr
     assert done.returncode == 1
+
+
+def test_a_program_that_reaches_no_estimator_cannot_tell(tmp_path: Path) -> None:
+    project = write(tmp_path, "print('no training today')\n")
+    crashing = write(tmp_path / "crash", "raise SystemExit('no data')\n")
+    for path, said in (
+        (project, "no TPUEstimator (or tf2 Estimator facade) train() or evaluate() was reached"),
+        (crashing, "TPU check crashed (exit code 1)"),
+    ):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "est2tpu",
+                "verify",
+                "--tpu",
+                str(path),
+                "--",
+                sys.executable,
+                "train.py",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=dict(os.environ, COLUMNS="200"),
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert said in done.stdout
+        assert "CANNOT TELL" in done.stdout
