@@ -26,8 +26,13 @@ def all_rules() -> list[RuleInfo]:
 
 
 def get_rule(rule_id: str) -> RuleInfo:
-    """One catalogue entry; raises KeyError for an unknown ID."""
-    return catalogue.load()[rule_id.upper()]
+    """One catalogue entry (a rule's, or a `verify --tpu` finding's); KeyError when unknown."""
+    entries = catalogue.load()
+    if rule_id.upper() not in entries:
+        from est2tpu.tpucheck import catalogue as checks
+
+        return checks.load()[rule_id.upper()]
+    return entries[rule_id.upper()]
 
 
 def migrate_source(

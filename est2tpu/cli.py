@@ -327,15 +327,46 @@ def verify(
     python: Annotated[
         str | None,
         typer.Option(
-            help="Interpreter for the migrated copy, in place of COMMAND's (current "
-            "TensorFlow for --target tf2) [default: COMMAND's].",
+            help="Interpreter in place of COMMAND's: for the migrated copy with --target tf2 "
+            "(current TensorFlow), for both copies with --target tpu-estimator and --tpu "
+            "[default: COMMAND's].",
             show_default=False,
         ),
     ] = None,
+    tpu: Annotated[
+        bool,
+        typer.Option(
+            "--tpu",
+            help="Instead of comparing, run the migrated copy once with TPUEstimator's own TPU "
+            "path on CPU and report what a TPU would reject (exit 0 TPU-ready, 1 errors, "
+            "2 cannot tell).",
+        ),
+    ] = False,
+    tpu_cores: Annotated[int, typer.Option(help="TPU cores on one host, for --tpu.", min=1)] = 8,
+    strict_shapes: Annotated[
+        bool,
+        typer.Option(
+            "--strict-shapes",
+            help="With --tpu --target tf2: input dimensions unknown at graph time are errors.",
+        ),
+    ] = False,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            "-f",
+            help="Report format of --tpu on stdout: text, json, github, sarif or junit.",
+        ),
+    ] = OutputFormat.TEXT,
     runs: Annotated[
         int, typer.Option(help="Runs of the original, to learn whether it is deterministic.")
     ] = 2,
-    timeout: Annotated[float, typer.Option(help="Seconds each run may take.")] = 1800.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds each run may take [default: 1800; 600 with --tpu].", show_default=False
+        ),
+    ] = None,
     migrated: Annotated[
         Path | None,
         typer.Option(
@@ -354,10 +385,34 @@ def verify(
 
     The only command that runs your code. Exit 0 when the results agree, 1 when they
     do not (or the migrated program fails), 2 when it cannot tell (the original fails,
-    times out or evaluates nothing; a usage error).
+    times out, evaluates nothing or shares state with the other runs; a usage error).
+
+    With --tpu: run the migrated copy once, its TPUEstimator taking its TPU path for
+    --tpu-cores cores, and report each problem a TPU would have at your line.
     """
     from est2tpu import verify as verifier
 
+    if tpu:
+        from est2tpu.tpucheck import command as tpu_command
+
+        code = tpu_command.main(
+            project,
+            command or [],
+            output_format.value,
+            _stdout(),
+            _stderr(),
+            timeout=timeout,
+            cores=tpu_cores,
+            target=target,
+            python=python,
+            migrated_dir=migrated,
+            keep=keep,
+            strict_shapes=strict_shapes,
+        )
+        raise typer.Exit(code)
+    if output_format is not OutputFormat.TEXT:
+        _stderr().print(Text("error: --output-format goes with --tpu"))
+        raise typer.Exit(EXIT_ERROR)
     try:
         result = verifier.verify(
             project,
@@ -365,7 +420,7 @@ def verify(
             target=target,
             python=python,
             runs=runs,
-            timeout=timeout,
+            timeout=verifier.DEFAULT_TIMEOUT_S if timeout is None else timeout,
             migrated_dir=migrated,
             keep=keep,
             progress=lambda message: _stderr().out(message, highlight=False),
@@ -373,7 +428,9 @@ def verify(
     except verifier.VerifyError as exc:
         _stderr().print(Text(f"error: {exc}"))
         raise typer.Exit(EXIT_ERROR) from None
-    _stdout().print(verifier.render(result))
+    from est2tpu.verify_table import render
+
+    _stdout().print(render(result))
     raise typer.Exit(result.exit_code)
 
 

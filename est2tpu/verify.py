@@ -8,7 +8,8 @@ loaded through a ``sitecustomize.py`` on the child's ``PYTHONPATH`` only. The ho
 Python, NumPy and TensorFlow, defaults ``RunConfig.tf_random_seed`` and records every
 ``evaluate()`` result and the global step of every ``train()``.
 
-This module returns data (`Verification`) and renderables; the CLI prints and exits.
+This module returns data (`Verification`); `est2tpu.verify_table` renders it; the CLI prints
+and exits.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -27,10 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
 from est2tpu.ftypes import Status, Target
 
@@ -43,7 +41,6 @@ __all__ = [
     "EXIT_DISAGREE",
     "Verification",
     "VerifyError",
-    "render",
     "verify",
 ]
 
@@ -103,6 +100,7 @@ class Run:
     record: dict[str, Any] | None  # what the hook wrote; None if it wrote nothing
     stderr_tail: list[str]
     timed_out: bool = False
+    workdir: Path | None = None  # what the run owns: its copy and its TMPDIR
 
     @property
     def ok(self) -> bool:
@@ -158,6 +156,7 @@ class Verification:
     nondeterministic: list[str] = field(default_factory=list)
     exit_code: int = EXIT_CANNOT_VERIFY
     kept: Path | None = None
+    changed_files: list[str] = field(default_factory=list)  # relative to the project
 
     @property
     def agree(self) -> bool:
@@ -179,8 +178,8 @@ def verify(
 ) -> Verification:
     """Migrate a copy of ``project``, run ``command`` in copies of both and compare.
 
-    ``python`` replaces COMMAND's interpreter for the migrated copy (an interpreter with
-    current TensorFlow for the tf2 target). ``migrated_dir``: an already migrated (perhaps
+    ``python`` replaces COMMAND's interpreter: for the migrated copy on the tf2 target (an
+    interpreter with current TensorFlow), for both copies on the tpu-estimator target. ``migrated_dir``: an already migrated (perhaps
     hand-edited) tree to run instead of migrating ``project``. Raises `VerifyError` on a usage
     error, before anything runs.
     """
@@ -191,51 +190,40 @@ def verify(
         raise VerifyError("no COMMAND given: put it after `--`, e.g. -- python train.py")
     if runs < 1:
         raise VerifyError("--runs must be at least 1")
-    migrated_command = list(command)
-    if python is not None:
-        if not _PYTHON.search(os.path.basename(command[0])):
-            raise VerifyError(
-                f"--python replaces COMMAND's interpreter, but {command[0]!r} is not one; "
-                "start COMMAND with python"
-            )
-        migrated_command[0] = python
+    migrated_command = with_interpreter(command, python)
     if migrated_dir is not None and not Path(migrated_dir).is_dir():
         raise VerifyError(f"{migrated_dir} is not a directory")
-    from est2tpu.config import ConfigError, load_for
-
-    try:
-        config = load_for([project])
-    except ConfigError as exc:
-        raise VerifyError(f"cannot read the project's configuration: {exc}") from None
+    config = project_config(project)
     target = target or config.target or Target.TPU_ESTIMATOR
+    if target is Target.TPU_ESTIMATOR:
+        # Both programs need the same TensorFlow (<= 2.15): one interpreter runs both.
+        command = migrated_command
     say = progress or (lambda _message: None)
     result = Verification(target=target, command=list(command))
 
     tmp = Path(tempfile.mkdtemp(prefix="est2tpu-verify-"))
     try:
-        hook_dir = _hook_dir(tmp / "hook")
+        hooks = hook_dir(tmp / "hook")
         migrated_src = tmp / "migrated-source" / project.name
         if migrated_dir is None:
             say(f"migrating a copy of {project} (target {target.value})")
-            if not _migrate_copy(project, migrated_src, target, config, result):
+            if not migrate_copy(project, migrated_src, target, config, result):
                 result.exit_code = EXIT_CANNOT_VERIFY
                 return result
         else:
-            shutil.copytree(
-                Path(migrated_dir).resolve(), migrated_src, symlinks=True, ignore=_IGNORED
-            )
+            copy_tree(Path(migrated_dir).resolve(), migrated_src, result)
             result.migration_notes.append(f"migrated copy: {migrated_dir} (not migrated again)")
 
         for i in range(1, runs + 1):
             label = f"original #{i}" if runs > 1 else "original"
             say(f"running {label}: {' '.join(command)}")
-            run = _run(
+            run = run_command(
                 label,
                 project,
                 project,
                 list(command),
                 tmp / f"original-{i}",
-                hook_dir,
+                hooks,
                 seed,
                 timeout,
             )
@@ -244,13 +232,13 @@ def verify(
                 break  # a crashing original crashes again: one traceback is enough
         if result.originals[0].ok:
             say(f"running migrated: {' '.join(migrated_command)}")
-            result.migrated = _run(
+            result.migrated = run_command(
                 "migrated",
                 migrated_src,
                 project,
                 migrated_command,
                 tmp / "migrated",
-                hook_dir,
+                hooks,
                 seed,
                 timeout,
             )
@@ -263,7 +251,50 @@ def verify(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _hook_dir(path: Path) -> Path:
+def with_interpreter(command: Sequence[str], python: str | None) -> list[str]:
+    """COMMAND with its interpreter replaced by ``python`` (unchanged when None)."""
+    out = list(command)
+    if python is None:
+        return out
+    if not out or not _PYTHON.search(os.path.basename(out[0])):
+        shown = out[0] if out else ""
+        raise VerifyError(
+            f"--python replaces COMMAND's interpreter, but {shown!r} is not one; "
+            "start COMMAND with python"
+        )
+    out[0] = python
+    return out
+
+
+def project_config(project: Path) -> Config:
+    """The project's ``[tool.est2tpu]`` settings; `VerifyError` when they cannot be read."""
+    from est2tpu.config import ConfigError, load_for
+
+    try:
+        return load_for([project])
+    except ConfigError as exc:
+        raise VerifyError(f"cannot read the project's configuration: {exc}") from None
+
+
+def copy_tree(source: Path, dest: Path, result: Verification) -> None:
+    """Copy ``source`` to ``dest`` without version control, caches, virtual environments and
+    special files (FIFOs, sockets, devices: reading one would block or fail); each special
+    file skipped is noted in ``result`` once."""
+    skipped: list[str] = []
+    ignore = _ignore_special(
+        _IGNORED,
+        lambda directory, name: skipped.append(
+            os.path.relpath(os.path.join(directory, name), source)
+        ),
+    )
+    shutil.copytree(source, dest, symlinks=True, ignore=ignore)
+    for name in skipped:
+        note = f"skipped {name}: not a regular file (a FIFO, socket or device is not copied)"
+        if note not in result.migration_notes:
+            result.migration_notes.append(note)
+
+
+def hook_dir(path: Path) -> Path:
     """A directory for the child's PYTHONPATH: our ``sitecustomize`` and the est2tpu package
     (the migrated code imports its runtime; the child interpreter may not have it)."""
     package = Path(__file__).resolve().parent
@@ -278,7 +309,7 @@ def _hook_dir(path: Path) -> Path:
     return path
 
 
-def _migrate_copy(
+def migrate_copy(
     project: Path, dest: Path, target: Target, config: Config, result: Verification
 ) -> bool:
     """Copy ``project`` to ``dest`` and write the migration (computed in memory from
@@ -297,7 +328,7 @@ def _migrate_copy(
             per_file_ignores=config.ignores_for if config.per_file_ignores else None,
         )
     )
-    shutil.copytree(project, dest, symlinks=True, ignore=_IGNORED)
+    copy_tree(project, dest, result)
     failed = [r for r in results if r.status is Status.FAILED]
     for r in failed:
         result.problems.append(f"{r.path}: cannot be migrated: {r.error}")
@@ -316,6 +347,7 @@ def _migrate_copy(
         target_file.unlink()
         target_file.write_bytes(data)
         os.chmod(target_file, mode & 0o7777)
+        result.changed_files.append(str(target_file.relative_to(dest)))
         changed += 1
     if changed == 0:
         result.migration_notes.insert(0, "the migration changed no file")
@@ -324,7 +356,7 @@ def _migrate_copy(
     return True
 
 
-def _run(
+def run_command(
     label: str,
     source: Path,
     project: Path,
@@ -333,13 +365,15 @@ def _run(
     hook_dir: Path,
     seed: int,
     timeout: float,
+    extra_env: dict[str, str] | None = None,
 ) -> Run:
     """Run ``command`` in a fresh copy of ``source`` (so no checkpoint of another run is
-    resumed); paths into ``project`` in the command and PYTHONPATH point at the copy."""
+    resumed); paths into ``project`` in the command and PYTHONPATH point at the copy.
+    ``extra_env``: more variables for the child (the TPU check's)."""
     from est2tpu.runtime import verify_hook
 
     copy = workdir / project.name
-    shutil.copytree(source, copy, symlinks=True, ignore=_IGNORED)
+    shutil.copytree(source, copy, symlinks=True, ignore=_ignore_special(_IGNORED))
     (workdir / "tmp").mkdir()
     record = workdir / "record.json"
     argv = [_in_copy(arg, project, copy) for arg in command]
@@ -353,10 +387,12 @@ def _run(
             verify_hook.SEED_ENV: str(seed),
             verify_hook.RECORD_ENV: str(record),
             verify_hook.HOOK_DIR_ENV: str(hook_dir),
+            verify_hook.PROJECT_ENV: str(copy),
             "PYTHONHASHSEED": str(seed % 4294967296),
             "PYTHONDONTWRITEBYTECODE": "1",
             # Estimators without model_dir train in tempfile.mkdtemp(): one per run.
             "TMPDIR": str(workdir / "tmp"),
+            **(extra_env or {}),
         }
     )
     stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
@@ -395,7 +431,31 @@ def _run(
     # The copy is deleted when verify ends: name files by the path the user knows.
     shown = str(project) if source == project else f"<migrated copy of {project}>"
     stderr = stderr.replace(str(copy), shown)
-    return Run(label, returncode, seconds, data, _traceback_tail(stderr), timed_out)
+    return Run(label, returncode, seconds, data, _traceback_tail(stderr), timed_out, workdir)
+
+
+def _ignore_special(
+    base: Callable[[str, list[str]], set[str]],
+    on_skip: Callable[[str, str], None] | None = None,
+) -> Callable[[str, list[str]], set[str]]:
+    """``base``, and every name that is not a regular file, directory or symlink (told to
+    ``on_skip``)."""
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        base_out = set(base(directory, names))
+        out = set(base_out)
+        for name in names:
+            try:
+                mode = os.lstat(os.path.join(directory, name)).st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                out.add(name)
+                if on_skip is not None and name not in base_out:
+                    on_skip(directory, name)
+        return out
+
+    return ignore
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -444,7 +504,7 @@ def _numbers(value: Any) -> list[float] | None:
     return None
 
 
-def _difference(a: Any, b: Any) -> float | None:
+def difference(a: Any, b: Any) -> float | None:
     """The largest absolute difference between two metrics; None when not comparable."""
     x, y = _numbers(a), _numbers(b)
     if x is None or y is None or len(x) != len(y):
@@ -468,7 +528,7 @@ def _compare(result: Verification) -> None:
     """Fill rows, problems and the exit code from the runs."""
     first = result.originals[0]
     if not first.ok:
-        result.problems.append(_failure(first))
+        result.problems.append(failure_text(first))
         result.exit_code = EXIT_CANNOT_VERIFY
         return
     if first.record is None:
@@ -487,22 +547,28 @@ def _compare(result: Verification) -> None:
         result.exit_code = EXIT_CANNOT_VERIFY
         return
 
+    shared = _shared_state(result)
+    if shared:
+        result.problems.extend(shared)
+        result.exit_code = EXIT_CANNOT_VERIFY
+        return
+
     baseline = first.metrics
     spreads: dict[str, float] = {}
     for other in result.originals[1:]:
         if not other.ok:
-            result.problems.append(_failure(other) + " (the first run succeeded)")
+            result.problems.append(failure_text(other) + " (the first run succeeded)")
             continue
         theirs = other.metrics
         for name, value in baseline.items():
-            diff = _difference(value, theirs.get(name)) if name in theirs else math.inf
+            diff = difference(value, theirs.get(name)) if name in theirs else math.inf
             if diff is None:
                 diff = 0.0 if value == theirs.get(name) else math.inf
             if diff > 0:
                 spreads[name] = max(spreads.get(name, 0.0), diff)
     for name, moved in spreads.items():
         result.nondeterministic.append(
-            f"{name}: {_fmt(baseline[name])} vs {_fmt(_second(result, name))} "
+            f"{name}: {format_value(baseline[name])} vs {format_value(_second(result, name))} "
             f"(differs by {moved:.3g})"
         )
 
@@ -522,7 +588,7 @@ def _compare(result: Verification) -> None:
             disagree = True
             continue
         got = ours[name]
-        diff = _difference(value, got)
+        diff = difference(value, got)
         if value == got:
             verdict = Verdict.EQUAL
         elif diff is not None and diff <= allowed:
@@ -535,7 +601,7 @@ def _compare(result: Verification) -> None:
         result.rows.append(Row(name, None, ours[name], Verdict.MISSING))
         disagree = True
     if not migrated.ok:
-        result.problems.append(_failure(migrated))
+        result.problems.append(failure_text(migrated))
         disagree = True
     elif migrated.evaluations != first.evaluations:
         result.problems.append(
@@ -546,6 +612,33 @@ def _compare(result: Verification) -> None:
     result.exit_code = EXIT_DISAGREE if disagree else EXIT_AGREE
 
 
+def _shared_state(result: Verification) -> list[str]:
+    """Why the runs may have seen each other's checkpoints: a model_dir outside the run's own
+    copy (the same absolute path in every run), or a checkpoint there before the run."""
+    out: list[str] = []
+    runs = [*result.originals, *([result.migrated] if result.migrated else [])]
+    for run in runs:
+        if run.record is None or run.workdir is None:
+            continue
+        own = str(run.workdir.resolve())
+        for entry in run.record.get("model_dirs", []):
+            path = str(entry.get("path", ""))
+            real = os.path.realpath(path)
+            if not (real == own or real.startswith(own + os.sep)):
+                out.append(
+                    f"{run.label} used model_dir {path}, outside its copy of the project: "
+                    "every run reads and writes the same checkpoints there, so their results "
+                    "cannot be compared; give model_dir as a relative path or a flag that "
+                    "COMMAND sets"
+                )
+            elif entry.get("checkpoint_before"):
+                out.append(
+                    f"{run.label} started from a checkpoint that was in {path} before it ran "
+                    "(copied with the project?): remove it from PROJECT"
+                )
+    return list(dict.fromkeys(out))
+
+
 def _second(result: Verification, name: str) -> Any:
     for run in result.originals[1:]:
         if name in run.metrics and run.metrics[name] != result.originals[0].metrics[name]:
@@ -553,14 +646,16 @@ def _second(result: Verification, name: str) -> Any:
     return None
 
 
-def _failure(run: Run) -> str:
+def failure_text(run: Run) -> str:
+    """Why a run failed: its timeout, or its exit code and the end of its output."""
     if run.timed_out:
         return f"{run.label} timed out after {run.seconds:.0f} s and was stopped"
     tail = "\n".join("    " + line for line in run.stderr_tail)
     return f"{run.label} crashed (exit code {run.returncode}); the end of its output:\n{tail}"
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A metric as the notes and the table show it."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -569,67 +664,3 @@ def _fmt(value: Any) -> str:
         text = json.dumps(value)
         return text if len(text) <= 40 else text[:37] + "..."
     return str(value)
-
-
-def _exit_text(run: Run | None) -> str:
-    if run is None:
-        return "not run"
-    if run.timed_out:
-        return "timed out"
-    return str(run.returncode)
-
-
-def render(result: Verification) -> RenderableType:
-    """The table and the verdict, for the terminal."""
-    table = Table(title=f"est2tpu verify (target {result.target.value})", title_justify="left")
-    table.add_column("metric")
-    for run in result.originals:
-        table.add_column(run.label, justify="right", overflow="fold")
-    table.add_column("migrated", justify="right", overflow="fold")
-    table.add_column("result")
-    others = result.originals[1:]
-    for row in result.rows:
-        cells = [row.name, _fmt(row.original)]
-        cells += [_fmt(run.metrics.get(row.name)) for run in others]
-        verdict = row.verdict.value
-        if row.verdict is Verdict.WITHIN:
-            verdict += f" (±{row.allowed:.3g})"
-        table.add_row(*cells, _fmt(row.migrated), verdict)
-    if result.rows:
-        table.add_section()
-    table.add_row(
-        "exit code",
-        *[_exit_text(run) for run in result.originals],
-        _exit_text(result.migrated),
-        "",
-    )
-    table.add_row(
-        "wall time",
-        *[f"{run.seconds:.1f} s" for run in result.originals],
-        f"{result.migrated.seconds:.1f} s" if result.migrated else "-",
-        "",
-    )
-    parts: list[RenderableType] = [table]
-    for note in result.migration_notes:
-        parts.append(Text(f"migration: {note}"))
-    if result.nondeterministic:
-        parts.append(
-            Text(
-                "non-deterministic: the original's own runs differ under the same seeds "
-                "(compared with twice that difference as tolerance):\n  "
-                + "\n  ".join(result.nondeterministic)
-            )
-        )
-    elif len(result.originals) > 1 and all(r.ok for r in result.originals) and result.rows:
-        parts.append(Text(f"deterministic: the original's {len(result.originals)} runs agree"))
-    for problem in result.problems:
-        parts.append(Text(problem))
-    if result.kept is not None:
-        parts.append(Text(f"runs kept in {result.kept}"))
-    if result.exit_code == EXIT_AGREE:
-        parts.append(Text("AGREE: the migrated program gives the original's results"))
-    elif result.exit_code == EXIT_DISAGREE:
-        parts.append(Text("DISAGREE: the migrated program does not give the original's results"))
-    else:
-        parts.append(Text("CANNOT VERIFY: see above"))
-    return Group(*parts)

@@ -45,7 +45,10 @@ def _batch_size(params: Any) -> int:
 
 
 def _on_tpu(params: Any) -> bool:
-    return bool((params or {}).get("use_tpu", False))
+    # TPUEstimator passes params["context"] to input_fn only on its TPU path; "use_tpu" is
+    # there only when the program's own params hold it.
+    params = params or {}
+    return "context" in params or bool(params.get("use_tpu", False))
 
 
 def _dataset(

@@ -13,6 +13,8 @@ What it does in the program:
   TensorFlow's global seed when TensorFlow loads, all from ``$EST2TPU_VERIFY_SEED``;
 - gives ``RunConfig(tf_random_seed=None)`` that seed (the graph seed of every
   train/evaluate/predict graph an Estimator builds);
+- with ``$EST2TPU_VERIFY_TPU_CORES`` set (``verify --tpu``), applies the TPU semantics of
+  `est2tpu.runtime.tpu_verify` instead of recording, and writes its findings;
 - records each ``train()`` (the global step it reached) and ``evaluate()`` (the metrics dict it
   returned), outermost calls only (``TPUEstimator.train`` calls ``Estimator.train``), and
   writes them as JSON to ``$EST2TPU_VERIFY_RECORD`` when the interpreter exits, even after an
@@ -40,8 +42,9 @@ from typing import Any
 SEED_ENV = "EST2TPU_VERIFY_SEED"
 RECORD_ENV = "EST2TPU_VERIFY_RECORD"
 HOOK_DIR_ENV = "EST2TPU_VERIFY_HOOK_DIR"
+PROJECT_ENV = "EST2TPU_VERIFY_PROJECT"  # the copy the program runs in
 
-_record: dict[str, Any] = {"evaluations": [], "trains": [], "patched": []}
+_record: dict[str, Any] = {"evaluations": [], "trains": [], "patched": [], "model_dirs": []}
 _active = threading.local()
 _installed = False
 
@@ -82,6 +85,26 @@ def _global_step(estimator: Any) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _has_checkpoint(directory: str) -> bool:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return any(name == "checkpoint" or name.endswith(".index") for name in names)
+
+
+def _note_model_dir(estimator: Any) -> None:
+    """Each model_dir the program uses, and whether a checkpoint was there before its first
+    use (`verify` refuses to compare runs that share state outside their copies)."""
+    model_dir = getattr(estimator, "model_dir", None)
+    if not isinstance(model_dir, str) or not model_dir:
+        return
+    path = os.path.abspath(model_dir)
+    if any(entry["path"] == path for entry in _record["model_dirs"]):
+        return
+    _record["model_dirs"].append({"path": path, "checkpoint_before": _has_checkpoint(path)})
+
+
 def _recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``train``/``evaluate`` so that the outermost call of each kind is recorded."""
 
@@ -90,6 +113,7 @@ def _recording(kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
         if getattr(_active, kind, False):
             return method(self, *args, **kwargs)
         setattr(_active, kind, True)
+        _note_model_dir(self)
         try:
             result = method(self, *args, **kwargs)
         finally:
@@ -200,6 +224,10 @@ def _write() -> None:
     path = os.environ.get(RECORD_ENV)
     if not path:
         return
+    from est2tpu.runtime import tpu_verify
+
+    if tpu_verify.enabled():
+        _record["tpu"] = tpu_verify.record()
     steps = [t["global_step"] for t in _record["trains"] if t["global_step"] is not None]
     steps += [
         e["metrics"]["global_step"]
@@ -232,6 +260,15 @@ def install() -> None:
         return
     _installed = True
     random.seed(_seed())
+    from est2tpu.runtime import tpu_verify, tpu_verify_tf2
+
+    if tpu_verify.enabled():
+        # The TPU check builds graphs and records no results: seeds and TPU semantics only.
+        for name in list(_PATCHES):
+            if name.startswith(("tensorflow_estimator.", "est2tpu.")):
+                del _PATCHES[name]
+        _PATCHES.update(tpu_verify.PATCHES)
+        _PATCHES.update(tpu_verify_tf2.PATCHES)
     sys.meta_path.insert(0, _Finder())
     for name, patch in _PATCHES.items():
         module = sys.modules.get(name)
