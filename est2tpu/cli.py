@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from est2tpu import __version__, api, nbdiff, report, scope, textio
+from est2tpu import __version__, api, nbdiff, report, scope, streams, textio
 from est2tpu.cache import Cache, default_dir
 from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
@@ -638,7 +638,7 @@ def _write_report(results: list[FileResult], output: OutputFormat, *, with_diff:
     else:
         rendered = report.junit_report(results)
     # Every format is a UTF-8 document, whatever the locale says stdout's encoding is.
-    _write_stdout(rendered.encode("utf-8", "backslashreplace"))
+    streams.write_stdout(rendered.encode("utf-8", "backslashreplace"))
 
 
 def _handle(
@@ -654,7 +654,7 @@ def _handle(
             err.out(f"{result.status.value} {result.path}", highlight=False)
         return
     if show_diff:
-        _print_diff(result, options.notebook_diff)
+        streams.print_diff(nbdiff.diff(result, options.notebook_diff), result.encoding, _stdout())
     if mode is _Mode.WRITE:
         try:
             lost = _write(result, scope.trees(result.path, options.given))
@@ -690,7 +690,7 @@ def _stdin(
 ) -> FileResult:
     data = sys.stdin.buffer.read()
     try:
-        decoded = None if _is_notebook(data) else textio.decode(data)
+        decoded = None if streams.is_notebook(data) else textio.decode(data)
     except MigrationError as exc:
         result = FileResult(Path("-"), Status.FAILED, error=str(exc))
     else:
@@ -720,71 +720,17 @@ def _stdin(
     elif result.changed and mode is _Mode.CHECK and options.output is OutputFormat.TEXT:
         err.out("would migrate -", highlight=False)
     if show_diff:
-        _print_diff(result, options.notebook_diff)
+        streams.print_diff(nbdiff.diff(result, options.notebook_diff), result.encoding, _stdout())
     elif mode is _Mode.WRITE:
         # A filter must not swallow its input: on failure the input goes through unchanged.
         if result.status is Status.FAILED or result.new_text is None:
-            _write_stdout(data)
+            streams.write_stdout(data)
         else:
-            _write_stdout(textio.encode(result.new_text, result.encoding, result.bom))
+            streams.write_stdout(textio.encode(result.new_text, result.encoding, result.bom))
     if options.output is OutputFormat.TEXT:
         for line in report.finding_lines(result):
             err.out(line, highlight=False)
     return result
-
-
-def _is_notebook(data: bytes) -> bool:
-    """Whether stdin holds a Jupyter notebook (JSON with a `cells` list and `nbformat`),
-    not Python: a notebook is never migrated as if it were a dict literal."""
-    if not data.lstrip().startswith(b"{"):
-        return False
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(doc, dict) and isinstance(doc.get("cells"), list) and "nbformat" in doc
-
-
-def _write_stdout(data: bytes) -> None:
-    sys.stdout.flush()
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:  # a text-only stream (some embedders); best effort
-        sys.stdout.write(data.decode("utf-8", errors="replace"))
-    else:
-        buffer.write(data)
-        buffer.flush()
-
-
-_DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
-
-
-def _print_diff(result: FileResult, notebook: NotebookDiff) -> None:
-    diff = nbdiff.diff(result, notebook)
-    if not diff:
-        return
-    out = _stdout()
-    if out.is_terminal and out.color_system is not None and not out.no_color:
-        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-        for line in diff.splitlines():
-            # A file name that is not valid in the terminal's encoding must not end the run.
-            line = line.encode(encoding, "replace").decode(encoding)
-            style = "bold" if line.startswith(("+++", "---")) else _DIFF_STYLES.get(line[:1])
-            out.print(Text(line, style=style or ""), soft_wrap=True)
-    else:
-        # Bytes, so that the diff applies with patch/git apply: "\r" kept, file names as the
-        # filesystem spells them, code in the file's own encoding (whatever stdout's is).
-        _write_stdout(_diff_bytes(diff, result.encoding))
-
-
-def _diff_bytes(diff: str, encoding: str) -> bytes:
-    lines = diff.splitlines(keepends=True)
-    out = [line.encode(sys.getfilesystemencoding(), "surrogateescape") for line in lines[:2]]
-    for line in lines[2:]:
-        try:
-            out.append(line.encode(encoding, "surrogateescape"))
-        except (UnicodeEncodeError, LookupError):
-            out.append(line.encode("utf-8", "backslashreplace"))
-    return b"".join(out)
 
 
 class _Interrupted(BaseException):

@@ -1,17 +1,30 @@
-"""The command line's output streams: a progress bar, and streams whose failures never stop a run."""
+"""The command line's streams: a progress bar, streams whose failures never stop a run, diffs and
+bytes on stdout, and what stdin holds."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from est2tpu.ftypes import FileResult
 
-__all__ = ["PROGRESS_MIN_FILES", "ProgressBar", "SafeStream", "usable"]
+__all__ = [
+    "PROGRESS_MIN_FILES",
+    "ProgressBar",
+    "SafeStream",
+    "diff_bytes",
+    "is_notebook",
+    "print_diff",
+    "usable",
+    "write_stdout",
+]
 
 #: Show a progress bar only for runs long enough to need one.
 PROGRESS_MIN_FILES = 20
@@ -123,3 +136,57 @@ class ProgressBar:
             self.bar.stop()
             self.started = False
         self.wanted = False
+
+
+def is_notebook(data: bytes) -> bool:
+    """Whether stdin holds a Jupyter notebook (JSON with a `cells` list and `nbformat`),
+    not Python: a notebook is never migrated as if it were a dict literal."""
+    if not data.lstrip().startswith(b"{"):
+        return False
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("cells"), list) and "nbformat" in doc
+
+
+def write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (some embedders); best effort
+        sys.stdout.write(data.decode("utf-8", errors="replace"))
+    else:
+        buffer.write(data)
+        buffer.flush()
+
+
+_DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
+
+
+def print_diff(diff: str, encoding: str, out: Console) -> None:
+    """A unified diff on stdout: coloured on a terminal (``out``), else the bytes that
+    patch/git apply take."""
+    if not diff:
+        return
+    if out.is_terminal and out.color_system is not None and not out.no_color:
+        term = getattr(sys.stdout, "encoding", None) or "utf-8"
+        for line in diff.splitlines():
+            # A file name that is not valid in the terminal's encoding must not end the run.
+            line = line.encode(term, "replace").decode(term)
+            style = "bold" if line.startswith(("+++", "---")) else _DIFF_STYLES.get(line[:1])
+            out.print(Text(line, style=style or ""), soft_wrap=True)
+    else:
+        # Bytes, so that the diff applies with patch/git apply: "\r" kept, file names as the
+        # filesystem spells them, code in the file's own encoding (whatever stdout's is).
+        write_stdout(diff_bytes(diff, encoding))
+
+
+def diff_bytes(diff: str, encoding: str) -> bytes:
+    lines = diff.splitlines(keepends=True)
+    out = [line.encode(sys.getfilesystemencoding(), "surrogateescape") for line in lines[:2]]
+    for line in lines[2:]:
+        try:
+            out.append(line.encode(encoding, "surrogateescape"))
+        except (UnicodeEncodeError, LookupError):
+            out.append(line.encode("utf-8", "backslashreplace"))
+    return b"".join(out)
