@@ -96,6 +96,9 @@ def test_make_demo_ends_with_the_verify_table(clone: Path) -> None:
         row = next(line for line in table.splitlines() if f" {metric} " in line)
         assert row.rstrip(" │|").endswith("equal"), row
     assert "AGREE" in table
+    # Then verify --tpu on the same copy: TPUEstimator's own TPU path finds nothing to reject.
+    tpu_report = done.stdout[done.stdout.index("5. est2tpu verify --tpu") :]
+    assert "TPU-READY: every check passes" in tpu_report
     # The copy that was verified is kept, and the demo says where.
     migrated = clone / "build" / "demo" / "quickstart" / "train.py"
     assert "build/demo/quickstart/train.py" in done.stdout
