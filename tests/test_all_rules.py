@@ -1,4 +1,4 @@
-"""Every fixture under every rule of each target at once, as a user runs them (issue 17.1).
+"""Every fixture under every rule of each target at once, as a user runs them.
 
 tests/test_fixtures.py runs each fixture with its own rule only; here the rules meet each
 other: nothing fails, the output compiles and is a fixpoint, every finding points into the

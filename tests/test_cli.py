@@ -299,7 +299,7 @@ def test_usage_errors_exit_2(runner: CliRunner, project: Path, args: list[str]) 
 
 def test_select_and_ignore_accept_known_ids(runner: CliRunner, project: Path) -> None:
     write(project / "train.py", CLEAN_MIGRATION)
-    # Every ID but one: ignoring them all would leave no rule, a usage error (issue 16).
+    # Every ID but one: ignoring them all would leave no rule, a usage error.
     ids = [r.id for r in api.all_rules() if r.id != "TPU001"]
     result = runner.invoke(app, ["check", "--ignore", ",".join(ids), "train.py"])
     assert result.exit_code == 0, result.output

@@ -1,5 +1,5 @@
 """Documents speak about the tool as it is: no document, rule page, docstring or comment names an
-issue number, a work session, a seed document or a round of work. History lives in git and in
+issue number, a session of work, a seed document or a round of work. History lives in git and in
 CHANGELOG.md (not scanned).
 
 Markdown, shell scripts and the Makefile are read whole; Python files by their comments and

@@ -1,4 +1,4 @@
-"""Never lose a user's code, part 2 (issue 16): a hostile user at the command line.
+"""Never lose a user's code: a hostile user at the command line.
 
 Every test runs the real CLI over real files and checks the files themselves afterwards. One
 test (or one parametrized test) per promise; the name says what it proves. What a process

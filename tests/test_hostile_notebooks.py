@@ -1,4 +1,4 @@
-"""Issue 16 (notebooks and name resolution) and issue 18 item 7, as a hostile user tries them.
+"""Notebooks and name resolution, as a hostile user tries them.
 
 Every test runs the real CLI on real files (`.ipynb` written as Jupyter writes them, `.py`
 files) and checks the files on disk afterwards: in this process (tests/inprocess.py), and in a

@@ -123,7 +123,7 @@ def test_rule_that_never_converges_fails_only_its_file(
 def test_rule_that_recurses_without_end_is_an_internal_error_with_its_id(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 18.6: a rule's runaway recursion on shallow code is a bug of that rule, not
+    """A rule's runaway recursion on shallow code is a bug of that rule, not
     "nested too deeply"."""
 
     def forever(self: Any, original: Any, updated: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Layers import one way (issue 17): no import cycle among est2tpu's modules, no rule module
+"""Layers import one way: no import cycle among est2tpu's modules, no rule module
 importing another, and the LibCST-free half of a run stays free of LibCST.
 
 Read from the source with `ast`, every import counts: at module level, inside functions

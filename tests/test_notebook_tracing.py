@@ -1,4 +1,4 @@
-"""A notebook's cells run in order, and the project index reads them so (issue 19).
+"""A notebook's cells run in order, and the project index reads them so.
 
 `input_fn` names the training input in one cell and the evaluation input in a later one; an
 input function defined in an early cell is called directly (to look at a batch) and later

@@ -1,4 +1,4 @@
-"""A finding is reported only if it holds for the final text (issue 17.1).
+"""A finding is reported only if it holds for the final text.
 
 The engine runs the rules to a fixpoint; a refusal made in one pass can be made false by a
 later rule's rewrite. Here a rule written for this test replaces

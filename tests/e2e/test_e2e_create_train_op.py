@@ -1,4 +1,4 @@
-"""Issue 18.3c end to end: a model_fn training through `tf.contrib.training.create_train_op`.
+"""End to end: a model_fn training through `tf.contrib.training.create_train_op`.
 
 TensorFlow 2.15 has no `tf.contrib`, so the original cannot run there. What it trains is
 known: TF 1.15's create_train_op makes the loss wait for the UPDATE_OPS (here a batch

@@ -1,4 +1,4 @@
-"""Issue 18.1 end to end: a metric's value used before the dict (`perplexity =
+"""End to end: a metric's value used before the dict (`perplexity =
 tf.exp(log_ppl)` with `log_ppl, log_ppl_update = tf.compat.v1.metrics.mean(...)`, as the TF
 Probability examples compute their perplexity).
 

@@ -26,44 +26,44 @@ EXPECTED_FINDINGS: dict[str, set[str]] = {
     "keras_model_to_estimator": set(),
     # `evaluate(eval_input_fn)` runs to the end of a num_epochs=1 numpy input: the migrated
     # `tpu_runtime.evaluate` counts whole batches on TPU, and on CPU evaluates to the end as
-    # the original did (issue 19.7).
+    # the original did.
     "numpy_input": set(),
     "train_and_evaluate_exporter": set(),
     # `input_fn` names the training input, then the evaluation one; the program calls
-    # `predict_input_fn()` itself (issue 19: both migrated silently to crashing code).
+    # `predict_input_fn()` itself (both migrated silently to crashing code).
     "rebound_input_fns": set(),
-    # Issue 18: params rebound in the model_fn, the metrics dict built only in EVAL by a
+    # Params rebound in the model_fn, the metrics dict built only in EVAL by a
     # helper of another module, filled in a loop, with weights=.
     "eval_metrics_branches": set(),
-    # Issue 18: the optimizer chosen in if/elif/else (wrapped once, after the branches), the
+    # The optimizer chosen in if/elif/else (wrapped once, after the branches), the
     # metrics built before the dict.
     "optimizer_branches": set(),
-    # Issue 18: a metric built before the dict and logged as a training summary, with other
+    # A metric built before the dict and logged as a training summary, with other
     # summaries: metric_fn and host_call; the same summary tags are written (results JSON).
     "metrics_and_summaries": set(),
-    # Issue 18.2 on public layouts: the scalars and the histogram move to host_call (one
+    # On public layouts: the scalars and the histogram move to host_call (one
     # before the TRAIN branch, one rebound after its summary, `del config`); the v1 image
     # summary stays, reported, and the Estimator still writes its tags.
     "summaries_beside_images": {"TPU009"},
-    # Issue 18.1b + 18.2: the metrics dict made by a project helper, its update op logged
+    # The metrics dict made by a project helper, its update op logged
     # while training; a dict of metrics logged in a loop: both rebuilt in host_call.
     "metrics_dict_summaries": set(),
-    # Issue 18.1: the metric built again in each mode's branch (TRAIN logs it, EVAL puts it
+    # The metric built again in each mode's branch (TRAIN logs it, EVAL puts it
     # in the dict), a metric reading `loss`, bound to None first.
     "metric_in_each_mode_branch": set(),
-    # Issue 18.5: tf.compat.v1.layers.Dense(...)(x) and the other class forms.
+    # tf.compat.v1.layers.Dense(...)(x) and the other class forms.
     "class_form_layers": set(),
-    # Issue 19.4: the model_fn is a bound method (`model_fn=self.model_fn`) and the
+    # The model_fn is a bound method (`model_fn=self.model_fn`) and the
     # Estimator is built in another method of the class.
     "model_fn_in_a_class": set(),
-    # Issue 19.5: an input_fn lambda bound to a name and passed by it; eval/predict inputs
+    # An input_fn lambda bound to a name and passed by it; eval/predict inputs
     # made by a project function that returns numpy_input_fn(...).
     "input_fn_factories": set(),
-    # Issue 19 (iterators): input functions return a one-shot iterator's tensors, restructured
+    # Iterators: input functions return a one-shot iterator's tensors, restructured
     # after get_next() (a tuple made a dict, the label popped but for predict), and a lambda
     # returns get_next() over a project function's dataset: they return the dataset, mapped.
     "iterator_inputs": set(),
-    # Issue 19 (helpers): input functions return what a helper module makes, batched by the
+    # Helpers: input functions return what a helper module makes, batched by the
     # helper's argument (a helper of a helper, returning one-shot iterator tensors; a default
     # batch size; a partial): params["batch_size"] reaches the helpers.
     "helper_batched_inputs": set(),

@@ -1,4 +1,4 @@
-"""Issue 19.4 end to end: a model_fn reached through a lambda that binds an argument of its
+"""End to end: a model_fn reached through a lambda that binds an argument of its
 own (`model_fn=lambda features, labels, mode: regression_model_fn(features, labels, mode,
 HPARAMS)`). TPUEstimator calls no model_fn without `params`, so the migrated lambda takes
 them and passes them on; on CPU the migrated program must train exactly like the original.

@@ -1,4 +1,4 @@
-"""Issue 18.3a end to end: a model_fn training through `tf.contrib.layers.optimize_loss`.
+"""End to end: a model_fn training through `tf.contrib.layers.optimize_loss`.
 
 TensorFlow 2.15 has no `tf.contrib`, so the original cannot run there. What it trains is
 known: TF 1.15's optimize_loss with a named optimizer, a float learning rate and a float

@@ -1,4 +1,4 @@
-"""Issue 18.3a end to end: `optimize_loss(clip_gradients=hp.clip_norm)`, a value est2tpu
+"""End to end: `optimize_loss(clip_gradients=hp.clip_norm)`, a value est2tpu
 cannot see in the source (as in magenta's onsets_frames model_fn).
 
 TF 1.15's optimize_loss decided when the model_fn ran: a float clips by global norm, a

@@ -19,7 +19,7 @@ from est2tpu.textio import encode
 
 # Both premade projects evaluate to the end of a from_tensor_slices input over module-level
 # arrays: `tpu_runtime.evaluate(..., examples=EVAL)` counts the steps on TPU and evaluates to
-# the end off TPU, as the original (issue 19.7); no finding is left.
+# the end off TPU, as the original; no finding is left.
 PROJECT_FINDINGS: dict[str, set[str]] = {
     "premade_dnn_classifier": set(),
     "premade_linear_regressor": set(),
