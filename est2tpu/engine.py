@@ -240,13 +240,23 @@ def _deepest(tree: ast.AST, limit: int) -> tuple[ast.AST, int]:
     (iteratively: the point is not to recurse)."""
     best: tuple[ast.AST, int] = (tree, 1)
     stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, depth = stack.pop()
+        node, depth = pop()
         if depth > best[1]:
             best = (node, depth)
             if depth > limit:
                 break
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        # `ast.iter_child_nodes`, in its order, without its generators (4 x faster)
+        depth += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push((item, depth))
+            elif isinstance(value, ast.AST):
+                push((value, depth))
     return best
 
 
