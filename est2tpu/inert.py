@@ -269,15 +269,21 @@ def _worth_trying(text: str) -> bool:
         if not top or top[0] not in _UNRELATED:
             tainted.update(_IDENT.findall(match.group(0)))
         if top and top[0] == "tensorflow":
-            tf_bound.update(_line_bindings(match.group(1), match.group(2)))
+            # TensorFlow's private modules are not its API: their names stay tied
+            found = _line_bindings(match.group(1), match.group(2))
+            tf_bound.update((k, v) for k, v in found.items() if canonical_tf(v) is not None)
     starts = [m.start() for m in _DEF_LINE.finditer(text)] + [len(text)]
     inert = 0
     for a, b in itertools.pairwise(starts):
         chunk = text[a:b]
-        idents = set(_IDENT.findall(chunk))
-        if not idents.isdisjoint(tf_bound):
-            idents -= plain_tf(chunk, tf_bound)  # as `_kept` will judge it
-        if tainted.isdisjoint(idents) and not any(token in chunk for token in _NEVER_ASIDE):
+        words = _IDENT.findall(chunk)
+        tied = not tainted.isdisjoint(words)
+        if tied and tf_bound:
+            idents = set(words)
+            if not idents.isdisjoint(tf_bound):
+                idents -= plain_tf(chunk, tf_bound)  # as `_kept` will judge it
+                tied = not tainted.isdisjoint(idents)
+        if not tied and not any(token in chunk for token in _NEVER_ASIDE):
             inert += b - a
     return inert >= MIN_SHARE * len(text)
 
@@ -481,16 +487,15 @@ def plain_tf(code: str, tf_bound: dict[str, str]) -> set[str]:
     `code` spells only in chains the rules and the index never read: `tf.nn.relu(x)`, whose
     canonical name (`nn.relu`) no rule and no part of the index can compare anything with
     (`reads_name`). A name spelled alone (`f(tf)`), at the end of a chain that goes on past
-    a comment or a line continuation, or after a dot is not counted as plain.
+    a comment or a line continuation is not counted as plain; after a dot it is no
+    binding (`self.tf`).
     """
     plain: set[str] = set()
     read: set[str] = set()
-    for match in _CHAIN.finditer(code):
+    for match in _chains(tuple(sorted(tf_bound))).finditer(code):
         name = match.group(1)
-        if name not in tf_bound or name in read:
+        if name in read:
             continue
-        if match.start() and code[match.start() - 1] == ".":
-            continue  # an attribute of something else (`self.tf`), not the binding
         rest = _SPACE.sub("", match.group(2))
         after = code[match.end() : match.end() + 64].lstrip(" \t")
         canonical = canonical_tf(f"{tf_bound[name]}{rest}")
@@ -507,8 +512,15 @@ def plain_tf(code: str, tf_bound: dict[str, str]) -> set[str]:
     return plain
 
 
-# `name.attr.attr` (spaces and line breaks allowed around the dots, as in parentheses)
-_CHAIN = re.compile(r"([^\W\d]\w*)((?:[ \t]*\n?[ \t]*\.[ \t]*\n?[ \t]*[^\W\d]\w*)*)")
+@functools.lru_cache(maxsize=256)
+def _chains(names: tuple[str, ...]) -> re.Pattern[str]:
+    """`name.attr.attr` for these names, not after a dot or inside a word (spaces and line
+    breaks allowed around the dots, as in parentheses)."""
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])({alternatives})(?!\w)({_ATTRS})")
+
+
+_ATTRS = r"(?:[ \t]*\n?[ \t]*\.[ \t]*\n?[ \t]*[^\W\d]\w*)*"
 _SPACE = re.compile(r"\s+")
 # After a chain: a comment or a continuation, then a dot: the chain may go on.
 _CONTINUED = re.compile(r"[ \t]*(?:#[^\n]*)?\\?\n[\s\\]*(?:#[^\n]*\n[\s\\]*)*\.")
@@ -518,7 +530,7 @@ _NAME = re.compile(r"[A-Za-z_.][\w.]*")
 
 
 @functools.cache
-def _vocabulary() -> tuple[frozenset[str], tuple[str, ...]]:
+def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
     """What the rules and the index can compare a TensorFlow name with: every string
     literal of est2tpu's modules but the runtime's, when it is made of names alone
     (`"estimator.Estimator"`, `"train."`, `"Optimizer"`, the word lists of `_words("accuracy
@@ -548,7 +560,8 @@ def _vocabulary() -> tuple[frozenset[str], tuple[str, ...]]:
                     word = canonical + ("." if word.endswith(".") and canonical else "")
                 if word.strip("."):
                     words.add(word)
-    return frozenset(words), tuple(sorted(words))
+    under = {word[:i] for word in words for i, c in enumerate(word) if c == "." and i}
+    return frozenset(words), frozenset(under)
 
 
 _TRIPLE = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'', re.DOTALL)
@@ -564,22 +577,16 @@ def reads_name(canonical: str) -> bool:
     capital: `"Optimizer"` in `train.AdamOptimizer`). The empty name (the module itself, passed around) is read."""
     if not canonical:
         return True
-    words, ordered = _vocabulary()
-    if canonical in words or not words.isdisjoint(canonical.split(".")):
+    words, under = _vocabulary()
+    if canonical in words or canonical in under or not words.isdisjoint(canonical.split(".")):
         return True
-    for word in ordered:
-        if word.startswith(canonical + "."):
-            return True
-        if canonical.startswith(word) and (
-            word[-1] in "._" or canonical[len(word)] in "._" or canonical[len(word)].isupper()
-        ):
-            return True
-        if (
-            canonical.endswith(word)
-            and len(word) < len(canonical)
-            and (word[0] in "._" or word[0].isupper())
-        ):
-            return True
+    for i in range(1, len(canonical)):
+        here, before = canonical[i], canonical[i - 1]
+        boundary = here in "._" or here.isupper()
+        if (boundary or before in "._") and canonical[:i] in words:
+            return True  # its start
+        if boundary and canonical[i:] in words:
+            return True  # its end
     return False
 
 
