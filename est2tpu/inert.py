@@ -560,6 +560,9 @@ def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
                     word = canonical + ("." if word.endswith(".") and canonical else "")
                 if word.strip("."):
                     words.add(word)
+    if not any(package.glob("rules/*.py")):
+        # installed without sources (bytecode only): no words to go by, every name is read
+        return frozenset(), frozenset()
     under = {word[:i] for word in words for i, c in enumerate(word) if c == "." and i}
     return frozenset(words), frozenset(under)
 
@@ -574,10 +577,11 @@ def reads_name(canonical: str) -> bool:
     word of `_vocabulary` is the name, one of its dotted parts, a name under it, or its start
     or end at a word boundary (a start ending in a dot or an underscore or followed by one or
     by a capital: `"train."`, `"sparse_"`; an end starting with a dot, an underscore or a
-    capital: `"Optimizer"` in `train.AdamOptimizer`). The empty name (the module itself, passed around) is read."""
-    if not canonical:
-        return True
+    capital: `"Optimizer"` in `train.AdamOptimizer`). The empty name (the module itself,
+    passed around) is read, and so is every name when est2tpu's sources cannot be read."""
     words, under = _vocabulary()
+    if not canonical or not words:
+        return True
     if canonical in words or canonical in under or not words.isdisjoint(canonical.split(".")):
         return True
     for i in range(1, len(canonical)):

@@ -474,3 +474,16 @@ def test_a_module_of_tensorflow_helpers_gives_the_same_results(
     assert aside[1] != text
     if target is Target.TF2:  # the TF1 optimizer subclass among the helpers: TF2003 says so
         assert any("SlowOptimizer" in f.message for f in aside[2])  # type: ignore[attr-defined]
+
+
+def test_without_the_sources_every_name_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed as bytecode only, est2tpu has no words to judge by: nothing is plain."""
+    monkeypatch.setattr(inert, "_vocabulary", lambda: (frozenset(), frozenset()))
+    inert.reads_name.cache_clear()
+    try:
+        assert inert.reads_name("nn.relu")
+        assert (
+            inert.plain_tf("def f(x):\n    return tf.nn.relu(x)\n", {"tf": "tensorflow"}) == set()
+        )
+    finally:
+        inert.reads_name.cache_clear()
