@@ -1,10 +1,13 @@
 """Write one big module: a model_fn and an Estimator among N small helper functions.
 
-    python bench/gen_big_module.py OUT.py [--helpers 5000]
+    python bench/gen_big_module.py OUT.py [--helpers 5000] [--tf] [--evaluate 8000]
 
-The issue-21 benchmark: 5,000 helpers of 9 lines each (about 45,000 lines) that no rule
-touches, with the Estimator constructs in the middle of the file, so that every rule has to
-look at the whole module to find them. Deterministic: the same N gives the same text.
+5,000 helpers of 9 lines each (about 45,000 lines) that no rule touches, with the Estimator
+constructs in the middle of the file, so that every rule has to look at the whole module to
+find them. `--tf`: the helpers call TensorFlow (`tf.multiply`, `tf.clip_by_value`,
+`tf.nn.relu`: what real modules are made of, and nothing any rule changes).
+`--evaluate N`: N `estimator.evaluate(...)` calls in `main` instead. Deterministic: the same
+arguments give the same text.
 """
 
 from __future__ import annotations
@@ -27,6 +30,18 @@ def helper_{n}(x, y=1):
     values = [v * 2 for v in range(3)]
     for v in values:
         total += v
+    return total, {{"n": {n}, "values": values}}
+'''
+
+TF_HELPER = '''
+def helper_{n}(x, y=1.0):
+    """Helper {n}: TensorFlow arithmetic no rule touches."""
+    total = tf.multiply(x, y * {n})
+    if {n} % 2:
+        total = tf.clip_by_value(total, -{m}.0, {m}.0)
+    values = [tf.nn.relu(total - v) for v in range(3)]
+    for v in values:
+        total = total + v
     return total, {{"n": {n}, "values": values}}
 '''
 
@@ -56,12 +71,19 @@ def main(model_dir):
 """
 
 
-def big_module(helpers: int) -> str:
+EVALUATE = '    estimator.evaluate(lambda: input_fn({{"batch_size": 8}}), steps={n})\n'
+
+
+def big_module(helpers: int, tf_helpers: bool = False, evaluate: int = 0) -> str:
+    """The module's text: `helpers` helpers (calling TensorFlow with `tf_helpers`) around
+    the Estimator program, whose `main` makes `evaluate` evaluate calls after training."""
+    helper = TF_HELPER if tf_helpers else HELPER
     half = helpers // 2
     parts = [HEAD]
-    parts += [HELPER.format(n=n, m=n % 97 + 3) for n in range(half)]
+    parts += [helper.format(n=n, m=n % 97 + 3) for n in range(half)]
     parts.append(ESTIMATOR)
-    parts += [HELPER.format(n=n, m=n % 97 + 3) for n in range(half, helpers)]
+    parts += [EVALUATE.format(n=n + 1) for n in range(evaluate)]
+    parts += [helper.format(n=n, m=n % 97 + 3) for n in range(half, helpers)]
     return "".join(parts)
 
 
@@ -69,9 +91,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out", type=Path)
     ap.add_argument("--helpers", type=int, default=5000)
+    ap.add_argument("--tf", action="store_true", help="helpers that call TensorFlow")
+    ap.add_argument("--evaluate", type=int, default=0, help="evaluate calls in main")
     args = ap.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(big_module(args.helpers), encoding="utf-8")
+    args.out.write_text(big_module(args.helpers, args.tf, args.evaluate), encoding="utf-8")
 
 
 if __name__ == "__main__":

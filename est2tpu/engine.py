@@ -1,19 +1,25 @@
-"""The transform engine: parse once, run the rules to a fixpoint, verify. Never prints or writes."""
+"""The transform engine: one module's text to its migrated text (`migrate_module`): parse
+once, set aside what no rule can act on, run the rules to a fixpoint, put back, verify.
+Never prints or writes."""
 
 from __future__ import annotations
 
-import ast
-import re
-import sys
-from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.matchers import _visitors as _matcher_visitors
 
-from est2tpu import inert
+from est2tpu import cstpatch, inert  # noqa: F401 - cstpatch patches LibCST on import
+from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
+    DEEP_FOR_RULES,
+    MAX_NESTING,
+    check_round_trip,
+    nesting_depth,
+    parse,
+    too_deep,
+    verify,
+)
 from est2tpu.cstutil import IS_NODE, child_fields
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex
@@ -23,47 +29,6 @@ from est2tpu.rule import FileState, Rule, line_map
 from est2tpu.scan import PREFILTER_TOKENS, may_match  # noqa: F401 - re-exported
 
 MAX_PASSES = 4
-
-# How deeply expressions and statements may nest (counted on Python's own AST). LibCST's
-# visitors recurse several frames per level, so past about 150 nested calls they hit
-# RecursionError, and its parser slows down quadratically on long operator chains (a
-# 5,000-term `a+a+...` takes 11 s). Real code stays far below: the deepest module in a
-# 2,500-file virtualenv is a generated data table at 87.
-MAX_NESTING = 100
-# A rule's RecursionError is blamed on the code's nesting only when it nests at least this
-# deep; below, the rule recursed without end (a bug) and says so with its ID.
-DEEP_FOR_RULES = 75
-
-
-def _gathered_once_per_class(gather: Callable[[object], dict[Any, Any]]) -> None:
-    """LibCST's matcher visitors (AddImportsVisitor, RemoveImportsVisitor and the visitors
-    they run) search themselves for matcher-decorated methods at every construction, through
-    `dir()` and `getattr` of each of their 1,650 attributes: tens of milliseconds per visitor,
-    built once or twice per rule that adds or removes an import, per pass (a quarter of the
-    CPU of migrating the fixtures). None of those classes has a decorated method, and a
-    class's methods do not change: a class found to have none is not searched again. A class
-    that has some is searched as before, at every construction (the methods found are bound
-    to the instance)."""
-    without: set[type] = set()
-
-    def gather_once(obj: object) -> dict[Any, Any]:
-        cls = type(obj)
-        if cls in without:
-            return {}
-        found = gather(obj)
-        if not found:
-            without.add(cls)
-        return found
-
-    setattr(_matcher_visitors, gather.__name__, gather_once)
-
-
-for _gather in (
-    _matcher_visitors._gather_constructed_visit_funcs,
-    _matcher_visitors._gather_constructed_leave_funcs,
-    _matcher_visitors._gather_matchers,
-):
-    _gathered_once_per_class(_gather)
 
 
 def _adds_imports(context: CodemodContext, head: cst.Module) -> bool:
@@ -149,135 +114,76 @@ def select_rules(
     ]
 
 
-def parse(text: str) -> cst.Module:
-    """Parse with a one-line reason on failure.
+def parse_split(text: str, split: inert.Split | None) -> tuple[cst.Module, inert.Split | None]:
+    """The tree the rules get: of `split`'s text (the inert defs set aside before the parse,
+    `inert.split`) when there is one, else of the text. Whatever fails on the reduced text
+    is left to the whole text, so that a file fails exactly as it always has."""
+    if split is not None:
+        try:
+            return parse(split.text), split
+        except MigrationError:
+            pass
+    return parse(text), None
 
-    Whether LibCST gives the text back unchanged is checked where it matters, before a
-    changed tree's code is used (`check_round_trip`): generating the code of every parsed
-    module up front cost as much as a rule's pass.
+
+def migrate_module(
+    source: str,
+    *,
+    path: str,
+    index: ProjectIndex,
+    target: Target,
+    rules: Sequence[type[Rule]],
+    use_runtime: bool = True,
+    module: cst.Module | None = None,
+    split: inert.Split | None = None,
+) -> tuple[str, FileState]:
+    """One module's migrated text, and what the rules found in it.
+
+    `module` is the tree the caller parsed already (for the project index): of `split`'s
+    text when `split` is given (see `parse_split`), else of `source`; without it the text
+    is parsed here. The rules run to their fixpoint over that tree (`transform`, which sets
+    aside what the split did not); the defs the split set aside are put back, byte for
+    byte; a changed text must compile (`checks.verify`). When a rule reached into a
+    placeholder after all, the whole text is migrated the slow way. MigrationError with a
+    one-line reason when the text cannot be migrated.
     """
-    _check_nesting(text)
-    _check_form_feeds(text)
-    try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        raise MigrationError(f"cannot parse: {_syntax_reason(text, exc)}") from None
-    except RecursionError:
-        raise MigrationError("cannot parse: expression nesting too deep") from None
-
-
-def check_round_trip(module: cst.Module, text: str) -> None:
-    """Raise MigrationError when `module` (parsed from `text`) does not give it back."""
-    rendered = module.code
-    if rendered != text:
-        # LibCST 1.9 drops a blank line before a last line that holds only whitespace or
-        # an indented comment and no newline; everything else it gives back exactly.
-        at = next((i for i, (a, b) in enumerate(zip(text, rendered)) if a != b), None)
-        line = text.count("\n", 0, len(rendered) if at is None else at) + 1
-        lone_cr = _LONE_CR.search(text)
-        if lone_cr is not None:
-            # LibCST reads a lone CR as a line end but gives it back as LF.
-            line = len(_LINE_ENDS.findall(text, 0, lone_cr.start())) + 1
-            raise MigrationError(
-                f"cannot parse: line {line} ends with a lone CR (\\r, classic Mac OS line "
-                "endings), which the parser would not give back unchanged; convert the file's "
-                "line endings to LF or CRLF"
+    if module is None:
+        module, split = parse_split(source, split)
+    new_text, state = transform(
+        module,
+        path=path,
+        index=index,
+        target=target,
+        rules=rules,
+        use_runtime=use_runtime,
+        original_text=split.text if split is not None else source,
+    )
+    verified = False
+    if split is not None:
+        if new_text == split.text:
+            return source, state
+        restored = split.restore(new_text)
+        if restored is None:
+            whole = parse(source)
+            return migrate_module(
+                source,
+                path=path,
+                index=index,
+                target=target,
+                rules=rules,
+                use_runtime=use_runtime,
+                module=whole,
             )
-        raise MigrationError(
-            f"cannot parse: the parser would not give line {line} back unchanged "
-            "(end the file with a newline)"
-        )
-
-
-_LONE_CR = re.compile(r"\r(?!\n)")
-_LINE_ENDS = re.compile(r"\r\n|\r|\n")
-# A form feed that starts a line of code: LibCST drops it (or, inside a block, makes it
-# part of the indentation and then fails). Python resets the column after it.
-_FORM_FEED_START = re.compile(r"^\f[ \t\f]*[^\s#]", re.MULTILINE)
-
-
-def _check_form_feeds(text: str) -> None:
-    found = _FORM_FEED_START.search(text)
-    if found is not None:
-        line = text.count("\n", 0, found.start()) + 1
-        raise MigrationError(
-            f"cannot parse: line {line} starts with a form feed (\\f) before code, which "
-            "the parser would not give back unchanged; remove it"
-        )
-
-
-def _check_nesting(text: str) -> None:
-    """Refuse code nested deeper than MAX_NESTING before LibCST spends time on it.
-
-    Python's own parser is fast and iterative here; text it rejects is left to LibCST,
-    which may still accept it (newer syntax than the running Python knows).
-    """
-    try:
-        tree = compile(text, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except RecursionError:
-        raise MigrationError(
-            f"cannot parse: code nested more than {MAX_NESTING} levels deep"
-        ) from None
-    except SyntaxError as exc:
-        # LibCST would parse this, but no Python can compile it, nor the migrated code.
-        if "too many nested parentheses" in str(exc.msg):
-            raise MigrationError(
-                f"cannot parse: too many nested parentheses at line {exc.lineno}"
-            ) from None
-        return
-    except (ValueError, MemoryError):
-        return
-    deepest, depth = _deepest(tree, MAX_NESTING)
-    if depth > MAX_NESTING:
-        line = getattr(deepest, "lineno", None)
-        where = f" at line {line}" if line is not None else ""
-        raise MigrationError(
-            f"cannot parse: code nested more than {MAX_NESTING} levels deep{where}"
-        )
-
-
-def _deepest(tree: ast.AST, limit: int) -> tuple[ast.AST, int]:
-    """The first node found deeper than `limit`, or the deepest node, with its depth
-    (iteratively: the point is not to recurse)."""
-    best: tuple[ast.AST, int] = (tree, 1)
-    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > best[1]:
-            best = (node, depth)
-            if depth > limit:
-                break
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return best
-
-
-def too_deep(tree: ast.AST) -> bool:
-    """Does Python's tree of some code nest deeper than `parse` accepts?"""
-    return _deepest(tree, MAX_NESTING)[1] > MAX_NESTING
-
-
-def nesting_depth(text: str) -> int:
-    """How deeply `text` nests, counted as MAX_NESTING counts (0 when Python cannot parse it)."""
-    try:
-        tree = compile(text, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return 0
-    return _deepest(tree, MAX_NESTING)[1]
-
-
-def _syntax_reason(text: str, exc: cst.ParserSyntaxError) -> str:
-    # Python's message says what is wrong ("Missing parentheses in call to 'print'" for
-    # Python 2 code); LibCST's native parser only says where.
-    try:
-        compile(text, "<est2tpu>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as err:
-        if err.lineno is not None and err.msg:
-            column = f", column {err.offset}" if err.offset else ""
-            return f"syntax error at line {err.lineno}{column}: {err.msg}"
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
-    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {first}"
+        # The defs set aside compiled on their own (`inert.split`): the rest must too.
+        try:
+            verify(new_text, path)
+        except MigrationError:
+            verify(restored, path, source)  # the whole text's own message
+            raise
+        new_text, verified = restored, True
+    if new_text != source and not verified:
+        verify(new_text, path, source)
+    return new_text, state
 
 
 def transform(
@@ -522,26 +428,3 @@ class _ReadOnly(cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if type(original_node).__name__ in self.hooked:
             self.rule.on_leave(original_node, original_node)
-
-
-def verify(new_text: str, path: str, original: str | None = None) -> None:
-    """The output must compile (LibCST accepts `f(a=1, a=2)`; `compile` does not).
-
-    When the `original` text does not compile either, the file is not est2tpu's doing:
-    LibCST reads newer syntax (PEP 695 `type X = ...`) than the Python running est2tpu
-    may compile, and the error says so.
-    """
-    try:
-        compile(new_text, path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:
-        if original is not None:
-            try:
-                compile(original, path, "exec", dont_inherit=True)
-            except (SyntaxError, ValueError) as own:
-                version = ".".join(map(str, sys.version_info[:3]))
-                raise MigrationError(
-                    f"Python {version}, which runs est2tpu, cannot compile this file ({own}); "
-                    "if it uses newer syntax (such as PEP 695 `type X = ...`), run est2tpu "
-                    "with the Python the file is written for"
-                ) from None
-        raise MigrationError(f"internal error: the migrated code does not compile: {exc}") from None

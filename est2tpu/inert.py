@@ -36,18 +36,20 @@ import __future__
 
 import ast
 import dataclasses
+import functools
 import itertools
 import keyword
 import re
 import sys
 import warnings
 from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from est2tpu.index import ProjectIndex
-from est2tpu.names import ImportTable
+from est2tpu.names import ImportTable, canonical_tf
 from est2tpu.scan import PREFILTER_TOKENS
 
 # Below this many top-level statements the bookkeeping costs more than it saves.
@@ -113,7 +115,7 @@ def reduce(module: cst.Module, text: str, path: str, index: ProjectIndex) -> Red
     is_def = [isinstance(s, (cst.FunctionDef, cst.ClassDef)) for s in body]
     names = [s.name.value if isinstance(s, (cst.FunctionDef, cst.ClassDef)) else "" for s in body]
 
-    kept = _kept(words, is_def, names, imports.bindings, _scopes_in(index, path))
+    kept = _kept(words, is_def, names, imports.bindings, _scopes_in(index, path), None, codes)
 
     newline = module.default_newline
     texts: dict[str, str] = {}
@@ -217,7 +219,7 @@ def split(
     names = [u.name for u in units]
     forced = [any(token in code for token in _NEVER_ASIDE) for code in codes]
     seeds = set(mentioned({n for n in names if n})) if mentioned is not None else set()
-    kept = _kept(words, is_def, names, imports.bindings, seeds, forced)
+    kept = _kept(words, is_def, names, imports.bindings, seeds, forced, codes)
 
     out: list[str] = []
     texts: dict[str, str] = {}
@@ -261,19 +263,49 @@ def _worth_trying(text: str) -> bool:
     own big modules, where nearly every def uses TensorFlow, are not tried.
     """
     tainted: set[str] = set()
+    tf_bound: dict[str, str] = {}  # a name an import line binds to TensorFlow -> its target
     for match in _IMPORT_LINE.finditer(text):
         top = _IDENT.findall(match.group(1) or match.group(2))[:1]
         if not top or top[0] not in _UNRELATED:
             tainted.update(_IDENT.findall(match.group(0)))
+        if top and top[0] == "tensorflow":
+            # TensorFlow's private modules are not its API: their names stay tied
+            found = _line_bindings(match.group(1), match.group(2))
+            tf_bound.update((k, v) for k, v in found.items() if canonical_tf(v) is not None)
     starts = [m.start() for m in _DEF_LINE.finditer(text)] + [len(text)]
     inert = 0
     for a, b in itertools.pairwise(starts):
         chunk = text[a:b]
-        if tainted.isdisjoint(_IDENT.findall(chunk)) and not any(
-            token in chunk for token in _NEVER_ASIDE
-        ):
+        words = _IDENT.findall(chunk)
+        tied = not tainted.isdisjoint(words)
+        if tied and tf_bound:
+            idents = set(words)
+            if not idents.isdisjoint(tf_bound):
+                idents -= plain_tf(chunk, tf_bound)  # as `_kept` will judge it
+                tied = not tainted.isdisjoint(idents)
+        if not tied and not any(token in chunk for token in _NEVER_ASIDE):
             inert += b - a
     return inert >= MIN_SHARE * len(text)
+
+
+def _line_bindings(module: str | None, names: str) -> dict[str, str]:
+    """What one import line (`_IMPORT_LINE`'s groups) binds: name -> qualified target."""
+    out: dict[str, str] = {}
+    for item in names.split("#", 1)[0].strip(" \t()\\").split(","):
+        words = item.split()
+        if not words or not all(_DOTTED.fullmatch(w) for w in words[::2]):
+            continue
+        bound = words[2] if len(words) == 3 and words[1] == "as" else None
+        if module is not None:
+            out[bound or words[0]] = f"{module}.{words[0]}"
+        elif bound is not None:
+            out[bound] = words[0]
+        else:
+            out[words[0].split(".")[0]] = words[0].split(".")[0]
+    return out
+
+
+_DOTTED = re.compile(r"[^\W\d][\w.]*")
 
 
 def _units(text: str, too_deep: Callable[[ast.AST], bool] | None) -> list[_Unit] | None:
@@ -359,15 +391,23 @@ def _kept(
     bindings: dict[str, str],
     seeds: set[str],
     forced: list[bool] | None = None,
+    codes: list[str] | None = None,
 ) -> list[bool]:
     """Which top-level statements the rules must see (see the module's docstring).
 
     `words` are the identifiers each statement's text mentions, `bindings` the module's
     import table, `seeds` top-level names something outside the statements ties to the rules
     (the index's scopes, names other modules mention) and `forced` statements kept anyway.
+    With the statements' `codes`, a def's mentions of names bound to TensorFlow count only
+    where they spell a name the rules or the index read (`plain_tf`).
     """
     idents = [w - _PYTHON_KEYWORDS for w in words]
     tainted = {name for name, target in bindings.items() if _related(target)}
+    # Names bound to TensorFlow's API: a def that spells them only in chains no rule or
+    # index reads (`tf.nn.relu`, see `plain_tf`) is not tied to the rules by them.
+    tf_bound = {
+        name: target for name, target in bindings.items() if canonical_tf(target) is not None
+    }
     # Names the rules resolve to unrelated modules (numpy as np) lead nowhere, wherever
     # they appear, the import statements included.
     unrelated = set(bindings) - tainted
@@ -382,6 +422,8 @@ def _kept(
     by_name: dict[str, list[int]] = {}
     for i, ids in enumerate(idents):
         if is_def[i]:
+            if codes is not None and not ids.isdisjoint(tf_bound):
+                ids = ids - plain_tf(codes[i], tf_bound)
             for ident in ids:
                 by_ident.setdefault(ident, []).append(i)
             by_name.setdefault(names[i], []).append(i)
@@ -438,6 +480,118 @@ def _statement_codes(module: cst.Module) -> tuple[list[str], str]:
         state.pop_trailing_newline()
     tokens = state.tokens
     return ["".join(tokens[a:b]) for a, b in bounds], "".join(tokens)
+
+
+def plain_tf(code: str, tf_bound: dict[str, str]) -> set[str]:
+    """The names of `tf_bound` (name -> the TensorFlow module or name it is bound to) that
+    `code` spells only in chains the rules and the index never read: `tf.nn.relu(x)`, whose
+    canonical name (`nn.relu`) no rule and no part of the index can compare anything with
+    (`reads_name`). A name spelled alone (`f(tf)`), at the end of a chain that goes on past
+    a comment or a line continuation is not counted as plain; after a dot it is no
+    binding (`self.tf`).
+    """
+    plain: set[str] = set()
+    read: set[str] = set()
+    for match in _chains(tuple(sorted(tf_bound))).finditer(code):
+        name = match.group(1)
+        if name in read:
+            continue
+        rest = _SPACE.sub("", match.group(2))
+        after = code[match.end() : match.end() + 64].lstrip(" \t")
+        canonical = canonical_tf(f"{tf_bound[name]}{rest}")
+        if (
+            canonical is None
+            or after.startswith(("#", "\\", "\n"))
+            and _CONTINUED.match(code, match.end())
+            or reads_name(canonical)
+        ):
+            read.add(name)
+            plain.discard(name)
+        else:
+            plain.add(name)
+    return plain
+
+
+@functools.lru_cache(maxsize=256)
+def _chains(names: tuple[str, ...]) -> re.Pattern[str]:
+    """`name.attr.attr` for these names, not after a dot or inside a word (spaces and line
+    breaks allowed around the dots, as in parentheses)."""
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])({alternatives})(?!\w)({_ATTRS})")
+
+
+_ATTRS = r"(?:[ \t]*\n?[ \t]*\.[ \t]*\n?[ \t]*[^\W\d]\w*)*"
+_SPACE = re.compile(r"\s+")
+# After a chain: a comment or a continuation, then a dot: the chain may go on.
+_CONTINUED = re.compile(r"[ \t]*(?:#[^\n]*)?\\?\n[\s\\]*(?:#[^\n]*\n[\s\\]*)*\.")
+# Modules of est2tpu that never read user code (the runtime shim migrated code imports).
+_NOT_READING = "runtime"
+_NAME = re.compile(r"[A-Za-z_.][\w.]*")
+
+
+@functools.cache
+def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
+    """What the rules and the index can compare a TensorFlow name with: every string
+    literal of est2tpu's modules but the runtime's, when it is made of names alone
+    (`"estimator.Estimator"`, `"train."`, `"Optimizer"`, the word lists of `_words("accuracy
+    auc ...")`, an f-string's parts around its fields), each word read as a canonical name
+    when it is spelled through a TensorFlow module (`"tensorflow.compat.v1.train."` is
+    `"train."`). A rule that compares a name with anything spells what it compares with,
+    so the words over-approximate what any rule reads. The literals are read without a
+    parse: every piece of a line between two quotes of a kind, and every triple-quoted
+    text, which takes in the text between literals too: more words, never fewer. As
+    (words, the same words in order)."""
+    words: set[str] = set()
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        if _NOT_READING in path.relative_to(package).parts:
+            continue
+        source = path.read_text(encoding="utf-8")
+        pieces = [m.group(1) or m.group(2) or "" for m in _TRIPLE.finditer(source)]
+        for line in source.splitlines():
+            pieces += line.split('"')[1:-1] + line.split("'")[1:-1]
+        for piece in pieces:
+            found = _FIELD.sub(" ", piece).split()
+            if not found or not all(_NAME.fullmatch(w) for w in found):
+                continue
+            for word in found:
+                canonical = canonical_tf(word.rstrip(".")) if "." in word else None
+                if canonical is not None:
+                    word = canonical + ("." if word.endswith(".") and canonical else "")
+                if word.strip("."):
+                    words.add(word)
+    if not any(package.glob("rules/*.py")):
+        # installed without sources (bytecode only): no words to go by, every name is read
+        return frozenset(), frozenset()
+    under = {word[:i] for word in words for i, c in enumerate(word) if c == "." and i}
+    return frozenset(words), frozenset(under)
+
+
+_TRIPLE = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'', re.DOTALL)
+_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+@functools.lru_cache(maxsize=8192)
+def reads_name(canonical: str) -> bool:
+    """Can a rule or the index read the TensorFlow name `canonical` (`nn.relu`)? True when a
+    word of `_vocabulary` is the name, one of its dotted parts, a name under it, or its start
+    or end at a word boundary (a start ending in a dot or an underscore or followed by one or
+    by a capital: `"train."`, `"sparse_"`; an end starting with a dot, an underscore or a
+    capital: `"Optimizer"` in `train.AdamOptimizer`). The empty name (the module itself,
+    passed around) is read, and so is every name when est2tpu's sources cannot be read."""
+    words, under = _vocabulary()
+    if not canonical or not words:
+        return True
+    if canonical in words or canonical in under or not words.isdisjoint(canonical.split(".")):
+        return True
+    for i in range(1, len(canonical)):
+        here, before = canonical[i], canonical[i - 1]
+        boundary = here in "._" or here.isupper()
+        if (boundary or before in "._") and canonical[:i] in words:
+            return True  # its start
+        if boundary and canonical[i:] in words:
+            return True  # its end
+    return False
 
 
 def _related(target: str) -> bool:

@@ -516,7 +516,7 @@ def load(data: bytes) -> Notebook:
         and re.search(r"\\u[0-9a-fA-F]{4}", raw) is not None,
         python=_is_python_kernel(metadata if isinstance(metadata, dict) else {}),
     )
-    from est2tpu.engine import parse  # LibCST loads only when a notebook is read
+    from est2tpu.checks import parse  # LibCST loads only when a notebook is read
 
     line = 1
     for index, cell in enumerate(obj["cells"]):

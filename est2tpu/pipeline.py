@@ -12,7 +12,7 @@ import functools
 import importlib.util
 import re
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -20,16 +20,9 @@ import libcst as cst
 
 from est2tpu import inert, pytree, suppressions
 from est2tpu.cache import store_result
+from est2tpu.checks import MAX_NESTING, too_deep
 from est2tpu.cstutil import starts
-from est2tpu.engine import (
-    MAX_NESTING,
-    is_selected,
-    parse,
-    select_rules,
-    too_deep,
-    transform,
-    verify,
-)
+from est2tpu.engine import is_selected, migrate_module, parse_split, select_rules
 from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
 from est2tpu.indexer import Indexer, nearest_claim
@@ -41,12 +34,9 @@ from est2tpu.runner import (
     ProgressFn,
     RunState,
     Settings,
-    fail,
     guarded,
     pmap,
-    root_for,
 )
-from est2tpu.scan import may_match, module_names
 from est2tpu.tfapi import USE_NAMES
 
 
@@ -65,7 +55,7 @@ def migrate_source(
         return result
 
     def work() -> None:
-        module, split = _parse(text, inert.split(text, None, too_deep))
+        module, split = parse_split(text, inert.split(text, None, too_deep))
         name = Path(path).stem if path != "-" else "__main__"
         indexer = Indexer(
             [Indexer.source(path, module, [name], split.text if split else text)],
@@ -98,23 +88,14 @@ def migrate_notebook(
             result.status = Status.SKIPPED
             return
         name = Path(path).stem if path != "-" else "__main__"
-        cand = Candidate(result, parse(nb.program), [name], nb)
+        module, _ = parse_split(nb.program, None)
+        cand = Candidate(result, module, [name], nb)
         index = _build_index([cand], use_runtime, target)
-        _finish(cand, index, target, select, list(ignore), use_runtime)
+        ignores = list(ignore)
+        _run(result, module, index, target, select, ignores, use_runtime, cand.source)
+        _back_to_notebook(result, nb, select, ignores)
 
     return guarded(result, work)
-
-
-def _parse(text: str, split: inert.Split | None) -> tuple[cst.Module, inert.Split | None]:
-    """The tree the rules get: of `split`'s text (the inert defs set aside) when there is
-    one, else of the text. Whatever fails on the reduced text is left to the whole text, so
-    that a file fails exactly as it always has."""
-    if split is not None:
-        try:
-            return parse(split.text), split
-        except MigrationError:
-            pass
-    return parse(text), None
 
 
 def _split_candidate(state: RunState, cid: int) -> inert.Split | None:
@@ -129,7 +110,7 @@ def _split_candidate(state: RunState, cid: int) -> inert.Split | None:
 
 
 def _parse_candidate(state: RunState, cid: int) -> tuple[cst.Module, inert.Split | None]:
-    module, split = _parse(state.cands[cid].source, _split_candidate(state, cid))
+    module, split = parse_split(state.cands[cid].source, _split_candidate(state, cid))
     state.splits[cid] = split
     return module, split
 
@@ -505,103 +486,6 @@ def _pair_spellings(name: str, target: str, canonical: str) -> tuple[str, ...]:
     return tuple(ImportTable({name: target}).spellings(canonical))
 
 
-def _migrate_all_parsed(
-    paths: Sequence[Path],
-    *,
-    target: Target = Target.TPU_ESTIMATOR,
-    select: Collection[str] | None = None,
-    ignore: Collection[str] = (),
-    exclude: Sequence[str] = (),
-    use_runtime: bool = True,
-    per_file_ignores: Callable[[Path], Collection[str]] | None = None,
-) -> Iterator[FileResult]:
-    """The reference pipeline (used by the tests only): parse every file that passes the
-    byte pre-filter, index them all, migrate them all, in this process.
-
-    `migrate_paths` must give the same results; the tests hold the two to each other.
-    Yields one FileResult per file found, in the same order as `migrate_paths`.
-    """
-    from est2tpu import notebook
-    from est2tpu.discovery import discover
-    from est2tpu.textio import check_wide, decode
-
-    def load(path: Path, result: FileResult, out: list[Candidate]) -> None:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise MigrationError(f"cannot read: {exc.strerror or exc}") from None
-        check_wide(data)
-        if not may_match(data, target):
-            result.status = Status.SKIPPED
-            return
-        if path.suffix == ".ipynb":
-            nb = notebook.load(data)
-            result.old_text = result.new_text = nb.raw
-            if not nb.python or suppressions.skips_file(nb.head):
-                result.status = Status.SKIPPED
-                return
-            out.append(Candidate(result, parse(nb.program), [path.stem], nb))
-            return
-        decoded = decode(data)
-        result.old_text = result.new_text = decoded.text
-        result.encoding, result.bom, result.newline = (
-            decoded.encoding,
-            decoded.bom,
-            decoded.newline,
-        )
-        if suppressions.skips_file(decoded.text):
-            result.status = Status.SKIPPED
-            return
-        names = module_names(path, root_for(path, paths))
-        out.append(Candidate(result, parse(decoded.text), names))
-
-    candidates: list[Candidate] = []
-    skipped: list[Path] = []
-    for found in discover(paths, exclude=exclude):
-        if isinstance(found, tuple):
-            yield FileResult(found[0], Status.FAILED, error=found[1])
-            continue
-        result = FileResult(found, Status.UNCHANGED)
-        loaded: list[Candidate] = []
-        guarded(result, lambda: load(found, result, loaded))  # noqa: B023 - called at once
-        if loaded:
-            candidates += loaded
-        else:
-            if result.status is Status.SKIPPED:
-                skipped.append(found)
-            yield result
-
-    try:
-        index = _build_index(candidates, use_runtime, target, skipped)
-    except MigrationError as exc:
-        for cand in candidates:
-            yield fail(cand.result, str(exc))
-        return
-    for cand in candidates:
-        extra = list(per_file_ignores(cand.result.path)) if per_file_ignores else []
-
-        ignores = [*ignore, *extra]
-        yield guarded(
-            cand.result,
-            functools.partial(_finish, cand, index, target, select, ignores, use_runtime),
-        )
-
-
-def _finish(
-    cand: Candidate,
-    index: ProjectIndex,
-    target: Target,
-    select: Collection[str] | None,
-    ignores: Collection[str],
-    use_runtime: bool,
-) -> None:
-    """Migrate a parsed candidate into its result."""
-    assert cand.module is not None
-    _run(cand.result, cand.module, index, target, select, ignores, use_runtime, cand.source)
-    if cand.notebook is not None:
-        _back_to_notebook(cand.result, cand.notebook, select, ignores)
-
-
 def _build_index(
     candidates: Sequence[Candidate],
     use_runtime: bool,
@@ -661,39 +545,20 @@ def _run(
     source: str,
     split: inert.Split | None = None,
 ) -> None:
+    """Migrate one parsed module into its result (`engine.migrate_module`), then report."""
     path = str(result.path)
     rules = select_rules(target, select, ignore)
-    new_text, state = transform(
-        module,
+    new_text, state = migrate_module(
+        source,
         path=path,
         index=index,
         target=target,
         rules=rules,
         use_runtime=use_runtime,
-        original_text=split.text if split is not None else source,
+        module=module,
+        split=split,
     )
-    verified = False
-    if split is not None:
-        if new_text == split.text:
-            new_text = source
-        else:
-            restored = split.restore(new_text)
-            if restored is None:
-                # A rule reached into a placeholder after all: the whole text, the slow way.
-                whole = parse(source)
-                _run(result, whole, index, target, select, ignore, use_runtime, source)
-                return
-            # The defs set aside compiled on their own (`inert.split`): the rest must too.
-            try:
-                verify(new_text, path)
-            except MigrationError:
-                verify(restored, path, source)  # the whole text's own message
-                raise
-            new_text = restored
-            verified = True
     if new_text != source:
-        if not verified:
-            verify(new_text, path, source)
         result.status = Status.CHANGED
     result.new_text = new_text
 

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from oracle import migrate_all_parsed
 from typer.testing import CliRunner
 
-from est2tpu import api, pipeline
+from est2tpu import api, engine
 from est2tpu.cache import Cache
 from est2tpu.cli import app
 from est2tpu.ftypes import FileResult, Target
@@ -52,12 +53,12 @@ def test_warm_run_parses_nothing_and_gives_the_same_results(
     def no_parse(text: str) -> None:
         raise AssertionError("a warm run parsed a file")
 
-    monkeypatch.setattr(pipeline, "parse", no_parse)
+    monkeypatch.setattr(engine, "parse", no_parse)
     warm, cache = run(project, tmp_path / "c")
     assert cache.misses == 0 and cache.hits > 0
     assert facts(warm) == facts(cold)
     monkeypatch.undo()
-    assert facts(warm) == facts(list(pipeline._migrate_all_parsed([project])))
+    assert facts(warm) == facts(list(migrate_all_parsed([project])))
 
 
 def test_an_edit_in_another_module_invalidates_this_one(project: Path, tmp_path: Path) -> None:
@@ -67,7 +68,7 @@ def test_an_edit_in_another_module_invalidates_this_one(project: Path, tmp_path:
     task = next(project.rglob("task.py"))
     task.write_text(task.read_text().replace("Estimator(", "NotAnEstimator("))
     warm, _ = run(project, tmp_path / "c")
-    assert facts(warm) == facts(list(pipeline._migrate_all_parsed([project])))
+    assert facts(warm) == facts(list(migrate_all_parsed([project])))
 
 
 @pytest.mark.parametrize(
@@ -86,7 +87,7 @@ def test_settings_are_part_of_the_key(
     # `run` keys the cache by its settings too; the per-file keys must not mix them up.
     run(project, tmp_path / "c")
     results, _ = run(project, tmp_path / "c", **kwargs)
-    assert facts(results) == facts(list(pipeline._migrate_all_parsed([project], **kwargs)))  # type: ignore[arg-type]
+    assert facts(results) == facts(list(migrate_all_parsed([project], **kwargs)))  # type: ignore[arg-type]
 
 
 def test_tool_code_is_part_of_the_key(
@@ -187,7 +188,7 @@ def test_a_skipped_file_is_not_read_again_until_it_changes(
     os.utime(plain, ns=(before.st_atime_ns, before.st_mtime_ns))
     changed, _ = run(project, tmp_path / "c")
     assert plain in scanned
-    assert facts(changed) == facts(list(pipeline._migrate_all_parsed([project])))
+    assert facts(changed) == facts(list(migrate_all_parsed([project])))
     assert [r.status for r in changed if r.path == plain] != [
         r.status for r in cold if r.path == plain
     ]

@@ -37,9 +37,7 @@ SHAPES = {
     "imports_only": "import os\nimport sys\n",
 }
 # The modules the rules migrate: every fixture's `.before.py` and the example projects.
-FILES = sorted(REPO.glob("fixtures/*/*.before.py")) + sorted(
-    REPO.glob("fixtures/projects/**/*.py")
-)
+FILES = sorted(REPO.glob("fixtures/*/*.before.py")) + sorted(REPO.glob("fixtures/projects/**/*.py"))
 
 
 def _full(module: cst.Module, requests: list[tuple[str, str | None, str | None]]) -> str:

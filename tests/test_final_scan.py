@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from oracle import migrate_all_parsed
 
 from est2tpu import api, pipeline
 from est2tpu.ftypes import FileResult, Target
@@ -150,7 +151,7 @@ def test_scanned_files_report_as_the_reference(
 
     monkeypatch.setattr(pipeline, "_scanned", spy)
     fast = list(api.migrate_paths([root], target=target, jobs=1))
-    reference = list(pipeline._migrate_all_parsed([root], target=target))
+    reference = list(migrate_all_parsed([root], target=target))
     assert _facts(fast) == _facts(reference)
     # The cases LibCST must decide (f-strings holding a finding, a form feed, Python 2,
     # a class name after a continuation) were parsed; every other one was scanned.

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from oracle import migrate_all_parsed
+
 from est2tpu import api
-from est2tpu import pipeline as pipeline_module
 from est2tpu.ftypes import FileResult, Status
 
 TASK = """\
@@ -90,7 +91,7 @@ def test_the_reference_pipeline_agrees(tmp_path: Path) -> None:
     (tmp_path / "pipeline.py").write_text(PIPELINE)
     (tmp_path / "explore.py").write_text(EXPLORE)
     fast = _run(tmp_path)
-    reference = {r.path.name: r for r in pipeline_module._migrate_all_parsed([tmp_path])}
+    reference = {r.path.name: r for r in migrate_all_parsed([tmp_path])}
     for name, result in fast.items():
         assert (result.status, result.new_text) == (
             reference[name].status,

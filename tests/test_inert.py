@@ -379,3 +379,111 @@ def test_a_module_of_tensorflow_defs_is_not_even_tried(monkeypatch: pytest.Monke
     # while a module of numpy helpers is
     with pytest.raises(AssertionError, match="parsed"):
         inert.split(text.replace("array_ops.identity(x)", "np.abs(x)"))
+
+
+def tf_big_text() -> str:
+    """The generator's module with helpers that call TensorFlow, the cases above, and defs
+    that spell TensorFlow names some rule reads, each among plain TensorFlow helpers."""
+    more = "".join(gen.TF_HELPER.format(n=n, m=n % 7) for n in range(1000, 1030))
+    return "import os\n" + gen.big_module(60, tf_helpers=True) + HELPERS_AROUND + READ + more
+
+
+# Defs no kept statement names, each spelling a TensorFlow name a rule or the index reads.
+READ = """
+
+class SlowOptimizer(tf.compat.v1.train.GradientDescentOptimizer):
+    pass
+
+
+def summaries(x):
+    tf.compat.v1.summary.scalar("x", x)
+    return tf.nn.relu(x)
+
+
+def alias_chain(x):
+    layers = tf.compat.v1 \\
+        .layers
+    return (tf
+            .nn
+            .relu(x))
+
+
+def passes_the_module(x):
+    return getattr(tf, "nn").relu(x)
+"""
+
+
+def test_reads_name_knows_what_the_rules_compare_with() -> None:
+    for name in ("nn.relu", "multiply", "clip_by_value", "math.multiply"):
+        assert not inert.reads_name(name), name
+    for name in (
+        "estimator.Estimator",  # spelled whole
+        "train.AdamOptimizer",  # "train." starts it, "Optimizer" ends it
+        "compat.v1.train.MomentumOptimizer",
+        "layers.dense",
+        "summary.scalar",
+        "data.Dataset.from_tensor_slices",
+        "float64",
+        "",  # the module itself, passed around
+    ):
+        assert inert.reads_name(name), name
+
+
+@pytest.mark.parametrize(
+    ("code", "plain"),
+    [
+        ("def f(x):\n    return tf.nn.relu(tf.multiply(x, 2))\n", {"tf"}),
+        ("def f(x):\n    return tf.compat.v1.nn.relu(x)\n", {"tf"}),
+        ("def f(x):\n    return nn.relu(x)\n", {"nn"}),  # from tensorflow import nn
+        ("def f(x):\n    return (tf\n        .nn\n        .relu(x))\n", {"tf"}),
+        ("def f(x):\n    return tf.nn.relu(x) + tf.train.AdamOptimizer(1)\n", set()),
+        ("def f(x):\n    return tf.nn.relu(x), tf\n", set()),  # the module passed on
+        # the chain goes on past a comment or a continuation: it may be any name
+        ("def f(x):\n    return (tf.nn  # a comment\n        .relu(x))\n", set()),
+        ("def f(x):\n    return tf.nn \\\n        .relu(x)\n", set()),
+        ("def f(self):\n    return self.tf.estimator\n", set()),  # not the binding
+    ],
+)
+def test_plain_tf_counts_only_chains_no_rule_reads(code: str, plain: set[str]) -> None:
+    bound = {"tf": "tensorflow", "nn": "tensorflow.nn"}
+    assert inert.plain_tf(code, bound) == plain
+
+
+def test_tensorflow_helpers_are_set_aside_before_the_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(inert, "MIN_LINES", 0)
+    text = tf_big_text()
+    split = inert.split(text, None, too_deep)
+    assert split is not None
+    kept = set(re.findall(r"^(?:def|class) (\w+)", split.text, re.MULTILINE))
+    # every helper but the module's last statement (where LibCST adds the final newline)
+    assert {name for name in kept if name.startswith("helper_")} == {"helper_1029"}
+    assert {"SlowOptimizer", "summaries", "alias_chain", "passes_the_module"} <= kept
+    assert split.restore(split.text) == text
+
+
+@pytest.mark.slow  # about 5 s each
+@pytest.mark.parametrize("target", list(Target), ids=lambda t: t.value)
+def test_a_module_of_tensorflow_helpers_gives_the_same_results(
+    monkeypatch: pytest.MonkeyPatch, target: Target
+) -> None:
+    text = tf_big_text()
+    aside, plain = both_ways(monkeypatch, text, target)
+    assert aside == plain
+    assert aside[1] != text
+    if target is Target.TF2:  # the TF1 optimizer subclass among the helpers: TF2003 says so
+        assert any("SlowOptimizer" in f.message for f in aside[2])  # type: ignore[attr-defined]
+
+
+def test_without_the_sources_every_name_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed as bytecode only, est2tpu has no words to judge by: nothing is plain."""
+    monkeypatch.setattr(inert, "_vocabulary", lambda: (frozenset(), frozenset()))
+    inert.reads_name.cache_clear()
+    try:
+        assert inert.reads_name("nn.relu")
+        assert (
+            inert.plain_tf("def f(x):\n    return tf.nn.relu(x)\n", {"tf": "tensorflow"}) == set()
+        )
+    finally:
+        inert.reads_name.cache_clear()

@@ -13,6 +13,7 @@ from typing import Any
 
 import libcst as cst
 import pytest
+from oracle import migrate_all_parsed
 from typer.testing import CliRunner
 
 from est2tpu import api
@@ -212,7 +213,7 @@ def test_index_failure_fails_the_files_that_needed_it(
     """No all-parsed fallback: the files fail with the index's reason (a file that was not
     parsed before the index may fail with it rather than its parse error), each parsed at
     most once, and none is written."""
-    from est2tpu import pipeline
+    from est2tpu import engine
 
     root = tmp_path / "proj"
     shutil.copytree(PROJECTS / "two_module_trainer", root)
@@ -224,17 +225,17 @@ def test_index_failure_fails_the_files_that_needed_it(
 
     monkeypatch.setattr(Indexer, "build", build)
     parsed: list[int] = []
-    real_parse = pipeline.parse
+    real_parse = engine.parse
 
     def parse(text: str) -> cst.Module:
         parsed.append(1)
         return real_parse(text)
 
-    monkeypatch.setattr(pipeline, "parse", parse)
+    monkeypatch.setattr(engine, "parse", parse)
     got = list(api.migrate_paths([root], jobs=1))
     assert len(parsed) <= len(got)
-    monkeypatch.setattr(pipeline, "parse", real_parse)
-    reference = list(pipeline._migrate_all_parsed([root]))
+    monkeypatch.setattr(engine, "parse", real_parse)
+    reference = list(migrate_all_parsed([root]))
     assert sorted((r.path, r.status) for r in got) == sorted((r.path, r.status) for r in reference)
     by_name = {r.path.name: r for r in got}
     assert by_name["plain.py"].status is Status.SKIPPED

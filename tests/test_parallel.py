@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from oracle import migrate_all_parsed
 
 from est2tpu import api, pipeline, scan
 from est2tpu.ftypes import FileResult, Target
@@ -103,7 +104,7 @@ def reference(mixed: Path) -> Callable[[Target], list[tuple[object, ...]]]:
 
     def of(target: Target) -> list[tuple[object, ...]]:
         if target not in runs:
-            runs[target] = facts(list(pipeline._migrate_all_parsed([mixed], target=target)))
+            runs[target] = facts(list(migrate_all_parsed([mixed], target=target)))
         return runs[target]
 
     return of
@@ -148,7 +149,7 @@ def test_same_results_with_options_in_the_workers(tmp_path: Path) -> None:
         "use_runtime": False,
         "per_file_ignores": ignores,
     }
-    reference = list(pipeline._migrate_all_parsed([tree], **kwargs))  # type: ignore[arg-type]
+    reference = list(migrate_all_parsed([tree], **kwargs))  # type: ignore[arg-type]
     # In two workers, then in this process (`runner._sequential`; see the module docstring).
     for jobs in (2, 1):
         fast = list(api.migrate_paths([tree], jobs=jobs, **kwargs))  # type: ignore[arg-type]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from est2tpu import api, pipeline
+from oracle import migrate_all_parsed
+
+from est2tpu import api
 from est2tpu.ftypes import Status, Target
 
 MODEL = """\
@@ -68,7 +70,7 @@ def test_helpers_in_another_module_are_migrated_and_reported(tmp_path: Path) -> 
     assert "return tf.compat.v1.layers.dense(net, 3)" in text
     assert [(f.rule_id, f.position.line) for f in blocks.findings] == [("TF2003", 13)]
     # The reference pipeline agrees.
-    reference = {r.path.name: r for r in pipeline._migrate_all_parsed([root], target=Target.TF2)}
+    reference = {r.path.name: r for r in migrate_all_parsed([root], target=Target.TF2)}
     assert reference["blocks.py"].new_text == blocks.new_text
     assert reference["blocks.py"].findings == blocks.findings
 
