@@ -118,7 +118,7 @@ def row(name: str, t: tuple[float, float, int], base: float | None) -> str:
     return f"| {name} | {t[0]:.1f} | {ratio} | {t[1]:.0f} |"
 
 
-# What the summary table (issue 21's rows) is made of: name -> (seconds, max RSS MB, exit).
+# What the summary table is made of: name -> (seconds, max RSS MB, exit).
 MEASURED: dict[str, tuple[float, float, int]] = {}
 
 
@@ -396,7 +396,7 @@ def bench_tf2_vs_keras(
             env.pop("TF_USE_LEGACY_KERAS", None)
             for name in programs:
                 if (n, name) in failed:
-                    continue  # it failed in an earlier round: a bug, not noise
+                    continue  # it failed in a previous attempt: a bug, not noise
                 if name.startswith("tf2"):
                     model_dir = work / f"tf2-model-{n}-{attempt}"
                     results = work / f"tf2-results-{n}-{attempt}.json"
@@ -561,7 +561,7 @@ def main() -> None:
 
 
 def summary() -> list[str]:
-    """Issue 21's table from what this run measured: est2tpu and tf_upgrade_v2 side by side,
+    """The summary table from what this run measured: est2tpu and tf_upgrade_v2 side by side,
     with each process's peak RSS and the goal."""
     m = MEASURED
     lines = [
@@ -655,7 +655,7 @@ def summary() -> list[str]:
 
 
 TITLES = {
-    "summary": "Issue 21's table: est2tpu and tf_upgrade_v2 side by side",
+    "summary": "est2tpu and tf_upgrade_v2 side by side",
     "trees": "TF 2.15 `tensorflow` + `tensorflow_estimator` against tf_upgrade_v2",
     "linearity": "Time against tree size",
     "big": "One big module (a model_fn and an Estimator among N helper functions)",

@@ -9,8 +9,8 @@ tree (the corpus itself is never written) and, per target, measured exactly as `
 measures a package: `est2tpu check -f json`, `est2tpu migrate`, `est2tpu check` again (a file
 still changed is a second-run change), every changed file must compile. It prints, per target,
 files changed and failed, crashes (internal errors), second-run changes and the findings by rule,
-with the total of findings other than TPU010 (premade estimators, a finding by design) that
-issue 18/19 track. The `after_expert` sides are left out: they are the bar, not inputs.
+with the total of findings other than TPU010 (premade estimators, a finding by design), the
+number that shows manual work left. The `after_expert` sides are left out: they are the bar, not inputs.
 """
 
 from __future__ import annotations

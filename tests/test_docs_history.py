@@ -108,7 +108,7 @@ def test_documents_name_no_history(path: Path) -> None:
 
 #: Folders whose code comments and docstrings still name history; their files are being
 #: edited on other branches, and their comments are swept once those are merged.
-UNSWEPT = {"est2tpu", "tests", "bench"}
+UNSWEPT = {"est2tpu", "tests"}
 
 
 @pytest.mark.parametrize(
