@@ -89,6 +89,9 @@ class CtorPlan:
     """What one Estimator construction learned from the calls that use it."""
 
     model_fn: FnKey | None = None
+    # the other project defs its model_fn argument may run (`a if flag else b`, a dict of
+    # model_fns picked by a flag): each is converted or kept with `model_fn`
+    model_fn_choices: list[FnKey] = field(default_factory=list)
     convert: bool = False  # a plain Estimator that becomes a TPUEstimator
     refusal: str | None = None  # why a plain Estimator stays as it is
     tpu: bool = False  # already a TPUEstimator
@@ -126,6 +129,11 @@ class CtorPlan:
     # when they cannot be read: whether a model_fn that passes its params on with
     # `**params` passes on keys of the program's or TPUEstimator's own
     params_keys: frozenset[str] | None = frozenset()
+
+
+def model_fns_of(plan: CtorPlan) -> list[FnKey]:
+    """Every project def the Estimator may run as its model_fn."""
+    return [plan.model_fn, *plan.model_fn_choices] if plan.model_fn is not None else []
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:
