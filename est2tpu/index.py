@@ -43,6 +43,9 @@ class InputFnPlan:
     # calls pass once the function reads params["batch_size"]
     batch_literal: str | None = None
     batch_param: str | None = None  # or the parameter (with that default) it batched by
+    # or the expression it batched by, a name bound in its module or in the def around it:
+    # (code, module path, the scope it is valid in) for the project's own direct calls there
+    batch_code: tuple[str, str, str] | None = None
     # It batches in a project helper it returns the value of (`return make_batches(files,
     # 64)`): that call's code, and the helper parameter that takes params["batch_size"]
     # (`helper_arg`: the index of the argument passing it, None: added by keyword; no

@@ -366,6 +366,7 @@ class Indexer:
         # converted Estimators -> the files of the input functions they run
         self.ctor_files: dict[CallKey, set[str]] = {}
         self.unsized_forced: set[CallKey] = set()  # those of `forced` for want of a size
+        self.ctor_sites: dict[CallKey, list[UseSite]] = {}  # Estimators -> their uses
         # converted Estimators -> the modes they train, evaluate and predict in
         self.ctor_modes: dict[CallKey, set[Mode]] = {}
         # Estimators -> the code of the params they are given
@@ -545,11 +546,12 @@ class Indexer:
                 continue
             if plan.params_batch is not None:
                 continue
+            problems = [p for site in self.ctor_sites.get(key, ()) for p in site.problems]
+            why = f" ({problems[0]})" if problems else ""
             found[key] = (
-                "Estimator left as it is: est2tpu finds no batch size for its training "
-                "input function (see the findings there), and a TPUEstimator without "
-                "train_batch_size fails when it trains, on CPU too; give the input function "
-                "a batch size the constructor can read, or convert it by hand"
+                "Estimator left as it is: a TPUEstimator without train_batch_size fails when "
+                f"it trains, on CPU too, and est2tpu finds no batch size for its training "
+                f"input that the constructor can read{why}; convert it by hand"
             )
         return found
 
@@ -637,10 +639,7 @@ class Indexer:
             ):
                 self.index.model_fn_wrappers[plan.wrapper] = plan.model_fn
         self.index.model_fns = {
-            key
-            for p in self.index.ctors.values()
-            if p.convert or p.tpu
-            for key in model_fns_of(p)
+            key for p in self.index.ctors.values() if p.convert or p.tpu for key in model_fns_of(p)
         }
         for (path, _, _), plan in self.index.ctors.items():
             for key in model_fns_of(plan):
@@ -1066,7 +1065,7 @@ class _UseCollector(_Scoped):
             with self.placed(scope, seq):
                 ctor = self.estimator_of(holder)
             plan = self.ix.index.ctors.get(ctor) if ctor is not None else None
-            if plan is None or not (plan.convert or plan.tpu or ctor in self.ix.unsized_forced):
+            if plan is None or not (plan.convert or plan.tpu):
                 continue
             size = "train_batch_size" if spec == "TrainSpec" else "eval_batch_size"
             self.ix.index.use_sites.setdefault(site_key, UseSite()).problems.append(
@@ -1761,6 +1760,8 @@ class _UseCollector(_Scoped):
                 site.tpu = True
             if plan is not None and plan.convert and ctor is not None:
                 self.ix.ctor_modes.setdefault(ctor, set()).add(mode)
+            if ctor is not None:
+                self.ix.ctor_sites.setdefault(ctor, []).append(site)
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
             commit = plan is not None and (
                 plan.convert
@@ -1788,9 +1789,7 @@ class _UseCollector(_Scoped):
                     )
                 )
             )
-            # (an Estimator kept for want of a train batch size: its sites still say why)
-            unsized = ctor is not None and ctor in self.ix.unsized_forced
-            if (commit or unsized) and result is not None and not result.portable:
+            if commit and result is not None and not result.portable:
                 site.problems.append(_not_at_ctor(result, self.ctor_where(scope, result)))
                 commit = False
             elif (
@@ -2304,6 +2303,12 @@ class _UseCollector(_Scoped):
             return self.batch_from_call_site(mode, moved)
         elif head and head not in fn_params and head not in _assigned_in(fn):
             visible = self.visible_at_ctor(owner_src, target_key, head)
+            if visible is not None and commit:
+                plan.batch_code = (
+                    self.code_of(owner_src, size),
+                    owner_src.path,
+                    self.binding_scope(owner_src, target_key, head),
+                )
             if visible is not None:
                 # A value bound once where the input function reads it (`EVAL_SEQUENCES = N
                 # // 4`, `FLAGS.batch_size` with `FLAGS = flags.FLAGS` or imported,
@@ -2316,6 +2321,16 @@ class _UseCollector(_Scoped):
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
         return None
+
+    @staticmethod
+    def binding_scope(owner_src: SourceModule, key: FnKey, head: str) -> str:
+        """The def around the input function `key` that binds `head`, or "" (the module)."""
+        parts = key[1].split(".")[:-1]
+        for i in range(len(parts), 0, -1):
+            fn = owner_src.defs.get(".".join(parts[:i]))
+            if fn is not None and (head in param_names(fn) or head in _assigned_in(fn)):
+                return ".".join(parts[:i])
+        return ""
 
     def visible_at_ctor(self, owner_src: SourceModule, key: FnKey, head: str) -> bool | None:
         """Whether `head`, a name the input function `key` reads but does not bind, holds
@@ -2395,6 +2410,20 @@ class _UseCollector(_Scoped):
                 batch = BatchSize(mode, text, True)
             else:
                 batch = None
+        elif _subscript_head(size.value) in param_names(fn) and not isinstance(
+            size.value, cst.Name
+        ):
+            # `batch_size=hparams.batch_size` of an object the call passes: the same read
+            # of what it passes, where the call is
+            head = _subscript_head(size.value)
+            bound = _bind(fn, call).get(head)
+            batch = (
+                self.batch_from_call_site(
+                    mode, _substituted(size.value, lambda n: bound if n == head else None)
+                )
+                if bound is not None
+                else None
+            )
         else:
             batch = None
         if batch is None:
@@ -2562,6 +2591,16 @@ class _UseCollector(_Scoped):
                 direct.batch = self.code(_bind(fn, call)[plan.batch_param])
             elif plan.batch_literal is not None:
                 direct.batch = plan.batch_literal
+            elif (
+                plan.batch_code is not None
+                and plan.batch_code[1] == self.src.path
+                and (
+                    not plan.batch_code[2]
+                    or scope == plan.batch_code[2]
+                    or scope.startswith(plan.batch_code[2] + ".")
+                )
+            ):
+                direct.batch = plan.batch_code[0]
             else:
                 direct.problem = (
                     f"`{name}` gains a `params` argument for TPUEstimator, and this call does "

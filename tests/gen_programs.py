@@ -249,22 +249,31 @@ class Composition:
         """The model module: model_fn (and the variants the shapes name)."""
         hidden = "hidden" if self.model in ("partial", "factory") else "8"
         body = [
-            (f'    hidden_layer = tf.compat.v1.layers.dense(features["x"], {hidden}, '
-            "activation=tf.nn.relu)"),
+            (
+                f'    hidden_layer = tf.compat.v1.layers.dense(features["x"], {hidden}, '
+                "activation=tf.nn.relu)"
+            ),
             "    output = tf.compat.v1.layers.dense(hidden_layer, 1)",
             "    loss = tf.compat.v1.losses.mean_squared_error(labels, output)",
             "    optimizer = tf.compat.v1.train.AdamOptimizer(0.05)",
-            ("    train_op = optimizer.minimize(loss, global_step="
-            "tf.compat.v1.train.get_or_create_global_step())"),
+            (
+                "    train_op = optimizer.minimize(loss, global_step="
+                "tf.compat.v1.train.get_or_create_global_step())"
+            ),
             '    metrics = {"mae": tf.compat.v1.metrics.mean_absolute_error(labels, output)}',
-            ("    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, "
-            "eval_metric_ops=metrics)"),
+            (
+                "    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, "
+                "eval_metric_ops=metrics)"
+            ),
         ]
         text = "import functools\n\nimport tensorflow as tf\n\n\n"
         if self.model == "partial":
-            return text + "def model_fn(features, labels, mode, params, hidden):\n" + "\n".join(
-                body
-            ) + "\n"
+            return (
+                text
+                + "def model_fn(features, labels, mode, params, hidden):\n"
+                + "\n".join(body)
+                + "\n"
+            )
         if self.model == "factory":
             inner = ["    " + line for line in body]
             return (
@@ -402,8 +411,10 @@ class Composition:
                 "metrics = estimator.evaluate(eval_input_fn, steps=2)",
             ],
             "lambda": [
-                (f"estimator.train(lambda: make_input(TRAIN_X, TRAIN_Y, {b}, train=True), "
-                f"steps={TRAIN_STEPS})"),
+                (
+                    f"estimator.train(lambda: make_input(TRAIN_X, TRAIN_Y, {b}, train=True), "
+                    f"steps={TRAIN_STEPS})"
+                ),
                 f"metrics = estimator.evaluate(lambda: make_input(EVAL_X, EVAL_Y, {b}), steps=2)",
             ],
             "partial": [
@@ -422,16 +433,22 @@ class Composition:
                 f"train_fn = {i}.get_input_fn(TRAIN_X, TRAIN_Y, {b}, True)",
                 f"eval_fn = {i}.get_input_fn(EVAL_X, EVAL_Y, {b}, False)",
                 "tf.estimator.train_and_evaluate(",
-                (f"    estimator, {i}.get_train_spec(train_fn, {TRAIN_STEPS}), "
-                f"{i}.get_eval_spec(eval_fn)"),
+                (
+                    f"    estimator, {i}.get_train_spec(train_fn, {TRAIN_STEPS}), "
+                    f"{i}.get_eval_spec(eval_fn)"
+                ),
                 ")",
                 "metrics = estimator.evaluate(input_fn=eval_fn, steps=2)",
             ],
             "numpy": [
-                (f"estimator.train({i}.make_numpy_input(TRAIN_X, TRAIN_Y, {b}, True), "
-                f"steps={TRAIN_STEPS})"),
-                (f"metrics = estimator.evaluate({i}.make_numpy_input(EVAL_X, EVAL_Y, {b}, False), "
-                "steps=2)"),
+                (
+                    f"estimator.train({i}.make_numpy_input(TRAIN_X, TRAIN_Y, {b}, True), "
+                    f"steps={TRAIN_STEPS})"
+                ),
+                (
+                    f"metrics = estimator.evaluate({i}.make_numpy_input(EVAL_X, EVAL_Y, {b}, False), "
+                    "steps=2)"
+                ),
             ],
             "direct_and_lambda": [
                 "first_features, _ = next(iter(train_input_fn()))",
@@ -609,9 +626,7 @@ def covering(count_per_pair: int = 1) -> list[Composition]:
     axes = ("model", "batch", "place", "inputs", "layout")
 
     def pairs(c: Composition) -> set[tuple[str, str, str, str]]:
-        return {
-            (a, getattr(c, a), b, getattr(c, b)) for a, b in itertools.combinations(axes, 2)
-        }
+        return {(a, getattr(c, a), b, getattr(c, b)) for a, b in itertools.combinations(axes, 2)}
 
     wanted: set[tuple[str, str, str, str]] = set().union(*(pairs(c) for c in every))
     chosen: list[Composition] = []
