@@ -916,6 +916,9 @@ class _UseCollector(_Scoped):
         self.wrapper_problem: str | None = None  # why the model_fn wrapper just seen stays
         # id(a spec as a project function's call makes it) -> the site of the spec it returns
         self.spec_sites: dict[int, tuple[str, str, str]] = {}
+        # id(`Estimator(...).train(...)`) -> the name its Estimator is held by, the mode,
+        # the input function
+        self.chained: dict[int, tuple[str, Mode, cst.BaseExpression]] = {}
 
     def collect(self) -> None:
         shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
@@ -1518,6 +1521,21 @@ class _UseCollector(_Scoped):
                         )
             return
         func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in RUN_METHODS
+            and isinstance(func.value, cst.Call)
+            and call_kind(self.src.imports, func.value.func) == "ctor"
+        ):
+            # `tf.estimator.Estimator(...).train(input_fn)`: the Estimator is held by no
+            # name; it gets one of its own, bound when its construction is walked, and the
+            # use is recorded after it (`leave_Call`)
+            arg = call_arg(node, "input_fn", 0)
+            if arg is not None:
+                held = f"<estimator of line {id(func.value)}>"
+                self.assign_targets[id(func.value)] = held
+                self.chained[id(node)] = (held, Mode(RUN_METHODS[func.attr.value]), arg.value)
+            return
         if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
             receiver = dotted(func.value)
             if receiver is None or not self.runs_estimator(receiver):
@@ -1526,6 +1544,12 @@ class _UseCollector(_Scoped):
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        chained = self.chained.pop(id(original_node), None)
+        if chained is not None:
+            held, mode, input_fn = chained
+            self.pending.append((self.here, original_node, held, mode, input_fn, self.seq))
 
     def runs_estimator(self, receiver: str) -> bool:
         """Whether a name may hold an Estimator: one built here, or maybe one a project
