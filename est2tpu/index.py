@@ -43,6 +43,9 @@ class InputFnPlan:
     # calls pass once the function reads params["batch_size"]
     batch_literal: str | None = None
     batch_param: str | None = None  # or the parameter (with that default) it batched by
+    # or the expression it batched by, a name bound in its module or in the def around it:
+    # (code, module path, the scope it is valid in) for the project's own direct calls there
+    batch_code: tuple[str, str, str] | None = None
     # It batches in a project helper it returns the value of (`return make_batches(files,
     # 64)`): that call's code, and the helper parameter that takes params["batch_size"]
     # (`helper_arg`: the index of the argument passing it, None: added by keyword; no
@@ -89,6 +92,9 @@ class CtorPlan:
     """What one Estimator construction learned from the calls that use it."""
 
     model_fn: FnKey | None = None
+    # the other project defs its model_fn argument may run (`a if flag else b`, a dict of
+    # model_fns picked by a flag): each is converted or kept with `model_fn`
+    model_fn_choices: list[FnKey] = field(default_factory=list)
     convert: bool = False  # a plain Estimator that becomes a TPUEstimator
     refusal: str | None = None  # why a plain Estimator stays as it is
     tpu: bool = False  # already a TPUEstimator
@@ -126,6 +132,11 @@ class CtorPlan:
     # when they cannot be read: whether a model_fn that passes its params on with
     # `**params` passes on keys of the program's or TPUEstimator's own
     params_keys: frozenset[str] | None = frozenset()
+
+
+def model_fns_of(plan: CtorPlan) -> list[FnKey]:
+    """Every project def the Estimator may run as its model_fn."""
+    return [plan.model_fn, *plan.model_fn_choices] if plan.model_fn is not None else []
 
 
 def resolved_batch_sizes(plan: CtorPlan, problems: list[str]) -> dict[Mode, str]:

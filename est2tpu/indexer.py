@@ -51,10 +51,12 @@ from est2tpu.index import (
     SourceModule,
     UseSite,
     call_arg,
+    model_fns_of,
     node_code,
     param_names,
 )
 from est2tpu.names import ImportTable, StatementWalker, dotted
+from est2tpu.project import values as value_query
 from est2tpu.scan import package_members
 from est2tpu.tfapi import (
     ADD_METRICS,
@@ -329,7 +331,11 @@ class Indexer:
         use_runtime: bool = True,
         follow_helpers: bool = False,
         unread: Sequence[PurePath] = (),
+        switched_off: Callable[[str, str], bool] | None = None,
     ) -> None:
+        # whether the run's selection (--select, --ignore, per-file ignores) switches a
+        # rule off in a file (path, rule ID): a conversion whose rewrites need one stays undone
+        self.switched_off = switched_off
         # files of the run the byte pre-filter skipped: the index never reads them, but a
         # helper's callers may be there
         self.unread = unread
@@ -354,6 +360,17 @@ class Indexer:
         self.collectors: dict[str, _UseCollector] = {}  # by module path, while building
         self.package_dirs: dict[tuple[PurePath, str], bool] = {}  # see `stands_for`
         self.consumers: dict[FnKey, list[str]] = {}  # see InputFnPlan.other_consumers
+        self.excluded: set[str] = set()  # modules too deep to walk (see `build`)
+        # Estimators the selection keeps from converting (see `build`) -> why
+        self.forced: dict[CallKey, str] = {}
+        # converted Estimators -> the files of the input functions they run
+        self.ctor_files: dict[CallKey, set[str]] = {}
+        self.unsized_forced: set[CallKey] = set()  # those of `forced` for want of a size
+        self.ctor_sites: dict[CallKey, list[UseSite]] = {}  # Estimators -> their uses
+        # converted Estimators -> the modes they train, evaluate and predict in
+        self.ctor_modes: dict[CallKey, set[Mode]] = {}
+        # Estimators -> the code of the params they are given
+        self.ctor_params: dict[CallKey, str] = {}
 
     @staticmethod
     def source(
@@ -398,10 +415,13 @@ class Indexer:
         if target is None:
             return None
         full = f"{target}.{rest}" if rest else target
-        module_name, _, fn_name = full.rpartition(".")
-        other = self.module_for(module_name, src.path) or self.sibling(src, module_name)
-        if other is not None and fn_name in other.defs:
-            return (other.path, fn_name)
+        parts = full.split(".")
+        # `model.model_fn`, and `model.Models.model_fn` (a method of a class of the module)
+        for cut in range(len(parts) - 1, max(len(parts) - 3, 0), -1):
+            module_name, fn_name = ".".join(parts[:cut]), ".".join(parts[cut:])
+            other = self.module_for(module_name, src.path) or self.sibling(src, module_name)
+            if other is not None and fn_name in other.defs:
+                return (other.path, fn_name)
         return None
 
     def sibling(self, src: SourceModule, module_name: str) -> SourceModule | None:
@@ -463,6 +483,10 @@ class Indexer:
         cls: str | None = None
         if isinstance(owner, cst.Call):
             owner = owner.func
+        if isinstance(owner, cst.Attribute) and owner is not expr.value:
+            # `model.Trainer(...).model_fn`: a method of a class of another module
+            key = self.resolve_fn(src, scope, cst.Attribute(owner, expr.attr))
+            return key if key is not None and "." in key[1] else None
         if isinstance(owner, cst.Name):
             parts = scope.split(".") if scope else []
             method = src.defs.get(scope)
@@ -487,6 +511,98 @@ class Indexer:
     # -- the pass -----------------------------------------------------------------------
 
     def build(self) -> ProjectIndex:
+        """The index of the modules; a module nested too deeply for LibCST's visitors to
+        walk (a valid file of 1,200 adjacent string literals) adds no roles, and the others
+        are indexed without it: what its own file becomes is its own file's affair."""
+        while True:
+            try:
+                index = self._build()
+            except RecursionError:
+                deep = {path for path, src in self.modules.items() if _too_deep(src.module)}
+                if not deep - self.excluded:
+                    raise
+                self.excluded |= deep
+                self._restart()
+                continue
+            unsized = self.unsized_training()
+            refused = self.unselected_conversions() | unsized
+            if not refused:
+                return index
+            self.forced.update(refused)
+            self.unsized_forced.update(unsized)
+            self._restart()
+
+    def unsized_training(self) -> dict[CallKey, str]:
+        """Estimators planned to convert that train, with no train batch size found for
+        their TPUEstimator: its examples/sec hook multiplies that size, so it crashes on CPU
+        too. They stay as they are; the problems their input functions met say why."""
+        found: dict[CallKey, str] = {}
+        for key, plan in self.index.ctors.items():
+            if not plan.convert or key in self.forced:
+                continue
+            if Mode.TRAIN not in self.ctor_modes.get(key, ()):
+                continue
+            if plan.batch_sizes.get(Mode.TRAIN) or Mode.TRAIN in plan.unsized_modes:
+                continue
+            if plan.params_batch is not None:
+                continue
+            problems = [p for site in self.ctor_sites.get(key, ()) for p in site.problems]
+            why = f" ({problems[0]})" if problems else ""
+            found[key] = (
+                "Estimator left as it is: a TPUEstimator without train_batch_size fails when "
+                f"it trains, on CPU too, and est2tpu finds no batch size for its training "
+                f"input that the constructor can read{why}; convert it by hand"
+            )
+        return found
+
+    def unselected_conversions(self) -> dict[CallKey, str]:
+        """Estimators the run makes TPUEstimators of (TPU007 is on where they are built)
+        while the selection switches off a rewrite they need in another file: TPU006 where
+        the model_fn is, TPU005 and TPU013 where the input functions are. A TPUEstimator
+        without them crashes (an input function without params, an EstimatorSpec on TPU),
+        so the Estimator stays as it is. (With TPU007 off, the run makes no TPUEstimator:
+        its other rewrites are a partial migration that a run with TPU007 completes.)"""
+        if self.switched_off is None:
+            return {}
+        found: dict[CallKey, str] = {}
+        for key, plan in self.index.ctors.items():
+            if not plan.convert or key in self.forced or self.switched_off(key[0], "TPU007"):
+                continue
+            needs: list[tuple[str, tuple[str, ...]]] = [
+                (fn[0], ("TPU006",)) for fn in model_fns_of(plan)
+            ]
+            needs += [(path, ("TPU005", "TPU013")) for path in sorted(self.ctor_files.get(key, ()))]
+            for path, rules in needs:
+                off = [r for r in rules if self.switched_off(path, r)]
+                if off:
+                    found[key] = (
+                        f"Estimator left as it is: the rule selection switches off "
+                        f"{', '.join(off)} in {PurePath(path).name}, whose rewrites a "
+                        "TPUEstimator of it needs (without them it crashes when it runs); "
+                        f"select {', '.join(off)} there, or convert it by hand"
+                    )
+                    break
+        return found
+
+    def _restart(self) -> None:
+        """Forget what a build learned; keep the parsed modules but the excluded ones."""
+        kept = {p: m for p, m in self.modules.items() if p not in self.excluded}
+        claimed, excluded = self.claimed, self.excluded
+        forced, unsized_forced = self.forced, self.unsized_forced
+        Indexer.__init__(
+            self,
+            list(kept.values()),
+            use_runtime=self.use_runtime,
+            follow_helpers=self.follow_helpers,
+            unread=self.unread,
+            switched_off=self.switched_off,
+        )
+        self.claimed = {
+            name: [p for p in paths if p not in excluded] for name, paths in claimed.items()
+        }
+        self.excluded, self.forced, self.unsized_forced = excluded, forced, unsized_forced
+
+    def _build(self) -> ProjectIndex:
         collectors = [_UseCollector(self, src) for src in self.modules.values()]
         self.collectors = {c.src.path: c for c in collectors}
         for collector in collectors:
@@ -502,12 +618,13 @@ class Indexer:
         # A model_fn shared with an Estimator that stays must stay too: a plain Estimator
         # rejects TPUEstimatorSpec.
         kept = {
-            p.model_fn
+            key
             for p in self.index.ctors.values()
-            if not p.convert and not p.tpu and p.model_fn is not None
+            if not p.convert and not p.tpu
+            for key in model_fns_of(p)
         }
         for plan in self.index.ctors.values():
-            if plan.convert and plan.model_fn in kept:
+            if plan.convert and kept.intersection(model_fns_of(plan)):
                 plan.convert = False
                 plan.refusal = (
                     "Estimator left as it is: its model_fn is shared with an Estimator that "
@@ -522,13 +639,12 @@ class Indexer:
             ):
                 self.index.model_fn_wrappers[plan.wrapper] = plan.model_fn
         self.index.model_fns = {
-            p.model_fn
-            for p in self.index.ctors.values()
-            if p.model_fn is not None and (p.convert or p.tpu)
+            key for p in self.index.ctors.values() if p.convert or p.tpu for key in model_fns_of(p)
         }
         for (path, _, _), plan in self.index.ctors.items():
-            if plan.model_fn in kept and plan.model_fn not in self.index.model_fns:
-                self.index.kept_model_fns.setdefault(plan.model_fn, set()).add(path)
+            for key in model_fns_of(plan):
+                if key in kept and key not in self.index.model_fns:
+                    self.index.kept_model_fns.setdefault(key, set()).add(path)
         for collector in collectors:
             collector.finish()
         self.check_batch_helpers()
@@ -542,9 +658,10 @@ class Indexer:
             self.index.model_fn_helpers = (
                 self.helpers_of(
                     {
-                        p.model_fn
+                        key
                         for p in self.index.ctors.values()
-                        if p.model_fn is not None and not p.keras and not p.premade
+                        if not p.keras and not p.premade
+                        for key in model_fns_of(p)
                     }
                     | self.metric_fns
                 )
@@ -726,6 +843,37 @@ class Indexer:
         return found
 
 
+class _TopLevel:
+    """The top level of a project module, as the value query reads it from another module
+    (`model.MODELS`): names bound once there by an assignment, and its defs."""
+
+    def __init__(self, ix: Indexer, src: SourceModule) -> None:
+        self.ix = ix
+        self.src = src
+
+    def bound(self, name: str) -> cst.BaseExpression | None:
+        if self.src.module_assigns.get(name) != 1:
+            return None
+        for stmt in self.src.module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value == name
+                ):
+                    return small.value
+        return None
+
+    def is_definition(self, expr: cst.BaseExpression) -> bool:
+        return self.ix.resolve_model_fn(self.src, "", expr) is not None
+
+    def module_of(self, expr: cst.BaseExpression) -> value_query.Scope | None:
+        return None
+
+
 class _UseCollector(_Scoped):
     """Finds Estimator constructions and the calls that use them, in one module."""
 
@@ -740,6 +888,9 @@ class _UseCollector(_Scoped):
         self.specs: _Bindings[tuple[Mode, cst.Call]] = {}
         self.numpy_inputs: _Bindings[cst.Call] = {}
         self.values: _Bindings[cst.BaseExpression] = {}  # names assigned a call or a lambda
+        # names assigned anything (the value query's bindings: `fn = model_fn`,
+        # `MODELS = {...}`, `model_fn = a if flag else b`)
+        self.assigned: _Bindings[cst.BaseExpression] = {}
         self.seq = 0  # position in the walk: calls seen so far
         self.keys = CallKeys(src.path)
         self.node_keys: dict[int, CallKey] = {}  # id(call) -> its key
@@ -765,6 +916,9 @@ class _UseCollector(_Scoped):
         self.wrapper_problem: str | None = None  # why the model_fn wrapper just seen stays
         # id(a spec as a project function's call makes it) -> the site of the spec it returns
         self.spec_sites: dict[int, tuple[str, str, str]] = {}
+        # id(`Estimator(...).train(...)`) -> the name its Estimator is held by, the mode,
+        # the input function
+        self.chained: dict[int, tuple[str, Mode, cst.BaseExpression]] = {}
 
     def collect(self) -> None:
         shim = any((target + ".").startswith(SHIM) for target in self.src.imports.bindings.values())
@@ -858,12 +1012,15 @@ class _UseCollector(_Scoped):
             return None
         values = _call_values(fn, made)
         module: cst.BaseExpression | None = None
-        if helper[0] != self.src.path:
+        reads = names_read(fn_arg.value)
+        if helper[0] != self.src.path and any(
+            read.value in owner.defs and read.value not in values for read in reads
+        ):
             if not isinstance(made.func, cst.Attribute):
                 return None  # `from inputs import get_train_spec`: its module has no name here
             module = made.func.value
         here = self.src.imports.bindings
-        for read in names_read(fn_arg.value):
+        for read in reads:
             imported = owner.imports.bindings.get(read.value)
             if not (
                 read.value in values
@@ -950,6 +1107,8 @@ class _UseCollector(_Scoped):
                 self.module_values[t.target.value] = node.value
         if len(node.targets) != 1:
             return
+        if isinstance(node.targets[0].target, cst.Name):
+            self.bind(self.assigned, node.targets[0].target.value, node.value)
         unpacked = node.targets[0].target
         if isinstance(node.value, cst.Call) and isinstance(unpacked, cst.Tuple):
             # `train_fn, eval_fn = make_input_fns(...)`: each name holds one element of what
@@ -1287,20 +1446,31 @@ class _UseCollector(_Scoped):
             arg = call_arg(node, "model_fn", 0)
             fn_key = None
             if arg is not None:
-                fn_key = self.model_fn_of(arg.value)
-                fn_key = self.wrapped_model_fn(plan, arg.value, fn_key)
+                options = self.model_fn_choices(arg.value)
+                fn_key = options[0] if options else None
+                if options and len(options) > 1:
+                    plan.model_fn_choices = options[1:]
+                else:
+                    fn_key = self.wrapped_model_fn(plan, arg.value, fn_key)
             plan.model_fn = fn_key
             if fn_key is None and arg is not None:
                 self.model_fn_parameter(node, plan, arg.value)
             if fn_key is not None:
-                plan.model_fn_reads_batch_size = _reads_params_batch_size(self.ix.fn(fn_key))
+                plan.model_fn_reads_batch_size = any(
+                    _reads_params_batch_size(self.ix.fn(key)) for key in model_fns_of(plan)
+                )
+            given = call_arg(node, "params", 3)
+            if given is not None:
+                self.ix.ctor_params[self.node_keys[id(node)]] = self.code(given.value)
             config = call_arg(node, "config", 2)
             plan.config_is_run_config = config is not None and self.is_run_config(config.value)
             if plan.tpu:
                 self.wrapper_problem = None  # the user's own TPUEstimator: as it is
                 self.tpu_ctor(node, plan)
             else:
-                plan.refusal = self.ctor_refusal(node, plan)
+                plan.refusal = self.ctor_refusal(node, plan) or self.ix.forced.get(
+                    self.node_keys[id(node)]
+                )
                 plan.convert = plan.refusal is None
                 params = call_arg(node, "params", 3)
                 fn = self.src.defs.get(self.here)
@@ -1351,6 +1521,21 @@ class _UseCollector(_Scoped):
                         )
             return
         func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in RUN_METHODS
+            and isinstance(func.value, cst.Call)
+            and call_kind(self.src.imports, func.value.func) == "ctor"
+        ):
+            # `tf.estimator.Estimator(...).train(input_fn)`: the Estimator is held by no
+            # name; it gets one of its own, bound when its construction is walked, and the
+            # use is recorded after it (`leave_Call`)
+            arg = call_arg(node, "input_fn", 0)
+            if arg is not None:
+                held = f"<estimator of line {id(func.value)}>"
+                self.assign_targets[id(func.value)] = held
+                self.chained[id(node)] = (held, Mode(RUN_METHODS[func.attr.value]), arg.value)
+            return
         if isinstance(func, cst.Attribute) and func.attr.value in RUN_METHODS:
             receiver = dotted(func.value)
             if receiver is None or not self.runs_estimator(receiver):
@@ -1359,6 +1544,12 @@ class _UseCollector(_Scoped):
             if arg is not None:
                 mode = Mode(RUN_METHODS[func.attr.value])
                 self.pending.append((self.here, node, receiver, mode, arg.value, self.seq))
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        chained = self.chained.pop(id(original_node), None)
+        if chained is not None:
+            held, mode, input_fn = chained
+            self.pending.append((self.here, original_node, held, mode, input_fn, self.seq))
 
     def runs_estimator(self, receiver: str) -> bool:
         """Whether a name may hold an Estimator: one built here, or maybe one a project
@@ -1394,6 +1585,44 @@ class _UseCollector(_Scoped):
         self.scope = scope.split(".") if scope else []
         self.seq = self.call_seq.get(id(call), self.seq)
         return self
+
+    # -- the value query's view from this module (est2tpu.project.value_query.Scope) ----------
+
+    def bound(self, name: str) -> cst.BaseExpression | None:
+        return self.lookup(self.assigned, name)
+
+    def is_definition(self, expr: cst.BaseExpression) -> bool:
+        return self.ix.resolve_model_fn(self.src, self.here, expr) is not None
+
+    def module_of(self, expr: cst.BaseExpression) -> value_query.Scope | None:
+        name = dotted(expr)
+        if name is None or name in self.src.defs:
+            return None
+        target = self.src.relative.get(name) or self.src.imports.bindings.get(name)
+        other = self.ix.module_for(target, self.src.path) if target else None
+        if other is None:
+            return None
+        return _TopLevel(self.ix, other)
+
+    def model_fn_choices(self, expr: cst.BaseExpression) -> list[FnKey] | None:
+        """The project defs an Estimator's model_fn argument may run (`model_fn = a if
+        flag else b`, `MODELS[FLAGS.model]`: each; an alias: the one it names), or None
+        when one of them is not a project def."""
+        options = value_query.choices(self, expr)
+        if len(options) == 1 and options[0][1] is expr:
+            key = self.model_fn_of(expr)
+            return [key] if key is not None else None
+        keys = [
+            self.model_fn_of(option)
+            if where is self
+            else self.ix.resolve_model_fn(where.src, "", option)
+            if isinstance(where, _TopLevel)
+            else None
+            for where, option in options
+        ]
+        if not keys or any(key is None for key in keys):
+            return None
+        return list(dict.fromkeys(key for key in keys if key is not None))
 
     def model_fn_of(self, expr: cst.BaseExpression) -> FnKey | None:
         """The project def an Estimator's model_fn argument runs: named (see
@@ -1528,18 +1757,35 @@ class _UseCollector(_Scoped):
                 self.consumer(input_fn, f"`{holder}`")
             if est_var and ctor is None:
                 return  # a call's result, and not an Estimator the index knows of
+            enclosing = self.src.defs.get(scope)
+            if (
+                est_var is None
+                and isinstance(input_fn, cst.Name)
+                and enclosing is not None
+                and input_fn.value in param_names(enclosing)
+                and self.lookup(self.assigned, input_fn.value) is None
+            ):
+                # `def get_train_spec(train_fn, steps): return TrainSpec(train_fn, ...)`: the
+                # input function is what each call passes, followed where the spec it
+                # returns reaches an Estimator (`spec_from_helper`, `helper_spec`)
+                return
             # A spec by its place among the scope's specs (the rule's key_of), any other call
             # by its text.
             site_key = self.spec_sites.get(id(call)) or self.node_keys.get(
                 id(call), (self.src.path, scope, self.code(call))
             )
             site = self.ix.index.use_sites.setdefault(site_key, UseSite())
+            self.ctor_key = ctor
             self.ctor_scope = ctor[1] if ctor is not None else None
             self.ctor_path = ctor[0] if ctor is not None else None
             self.ctor_at = self.ctor_seq.get(ctor) if ctor is not None else None
             if plan is not None and (plan.convert or (plan.tpu and mode not in plan.off_tpu)):
                 # Whether or not its input can be rewritten, this call runs a TPUEstimator.
                 site.tpu = True
+            if plan is not None and plan.convert and ctor is not None:
+                self.ix.ctor_modes.setdefault(ctor, set()).add(mode)
+            if ctor is not None:
+                self.ix.ctor_sites.setdefault(ctor, []).append(site)
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
             commit = plan is not None and (
                 plan.convert
@@ -1585,6 +1831,12 @@ class _UseCollector(_Scoped):
                 )
             if commit:
                 self.analyse_input_fn(input_fn, mode, site, commit=True)
+                if ctor is not None:
+                    files = self.ix.ctor_files.setdefault(ctor, set())
+                    files.add(site_key[0])
+                    fn_key = self.input_fn_key(input_fn)
+                    if fn_key is not None:
+                        files.add(fn_key[0])
                 if site.unsized and plan is not None:
                     plan.unsized_modes.add(mode)
         finally:
@@ -2034,7 +2286,9 @@ class _UseCollector(_Scoped):
                         site.lambda_batch_arg = _arg_index(via_lambda, bound)
                     return self.batch_from_call_site(mode, bound)
                 default = _default(fn, name)
-                if via_lambda is None and default is not None and int_literal(default):
+                if default is not None and int_literal(default):
+                    # its default: the lambda that calls it without it hands params on
+                    self.forward_params(plan, site, via_lambda, commit)
                     plan.batch_to_params = plan.batch_to_params or commit
                     plan.batch_literal = self.code_of(owner_src, default)
                     plan.batch_param = name
@@ -2053,23 +2307,88 @@ class _UseCollector(_Scoped):
                 if owner_src.path == self.src.path:
                     return BatchSize(mode, name, True)
                 return BatchSize(mode, str(owner_src.constants[name]), True)
-        head = (dotted(size) or "").partition(".")[0]
+        head = (dotted(size) or "").partition(".")[0] or _subscript_head(size)
+        if head and head in bindings and not isinstance(size, cst.Name):
+            passed = bindings[head]
+            moved = _substituted(size, lambda n: passed if n == head else None)
+        else:
+            moved = size
         if (
-            head
-            and head not in fn_params
-            and head not in _assigned_in(fn)
-            and owner_src.module_assigns.get(head) == 1
+            isinstance(moved, cst.Attribute)
+            and self.ctor_key is not None
+            and self.ix.ctor_params.get(self.ctor_key) == self.code(moved.value)
         ):
-            # A module-level value bound once (`EVAL_SEQUENCES = N // 4`, `FLAGS.batch_size`
-            # with `FLAGS = flags.FLAGS`): the same value where the Estimator is built, if
-            # that is in this module.
+            pass  # an attribute of the Estimator's own params: TPUEstimator sets it anew
+        elif head and head in bindings and not isinstance(size, cst.Name):
+            # `.batch(flags_obj.batch_size)` of a parameter the call site binds (`lambda:
+            # input_fn(flags_obj)`, `make_input_fn(hparams)`): the same read of what it
+            # passes, where the call is
             self.forward_params(plan, site, via_lambda, commit)
-            return BatchSize(mode, self.code_of(owner_src, size), owner_src.path == self.ctor_path)
+            return self.batch_from_call_site(mode, moved)
+        elif head and head not in fn_params and head not in _assigned_in(fn):
+            visible = self.visible_at_ctor(owner_src, target_key, head)
+            if visible is not None and commit:
+                plan.batch_code = (
+                    self.code_of(owner_src, size),
+                    owner_src.path,
+                    self.binding_scope(owner_src, target_key, head),
+                )
+            if visible is not None:
+                # A value bound once where the input function reads it (`EVAL_SEQUENCES = N
+                # // 4`, `FLAGS.batch_size` with `FLAGS = flags.FLAGS` or imported,
+                # `CONFIG["batch_size"]`, a closure's variable): the same value where the
+                # Estimator is built, if the name is bound to it there too.
+                self.forward_params(plan, site, via_lambda, commit)
+                return BatchSize(mode, self.code_of(owner_src, size), visible)
         plan.problems.append(
             f"the batch size `{self.code_of(owner_src, size)}` is not a literal, a module "
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
         return None
+
+    @staticmethod
+    def binding_scope(owner_src: SourceModule, key: FnKey, head: str) -> str:
+        """The def around the input function `key` that binds `head`, or "" (the module)."""
+        parts = key[1].split(".")[:-1]
+        for i in range(len(parts), 0, -1):
+            fn = owner_src.defs.get(".".join(parts[:i]))
+            if fn is not None and (head in param_names(fn) or head in _assigned_in(fn)):
+                return ".".join(parts[:i])
+        return ""
+
+    def visible_at_ctor(self, owner_src: SourceModule, key: FnKey, head: str) -> bool | None:
+        """Whether `head`, a name the input function `key` reads but does not bind, holds
+        the same value where the Estimator is built: bound once at module level (or by an
+        import) in the input function's module, when the Estimator is built there or in a
+        module importing the same thing under that name; or a variable of the def around
+        it, when the Estimator is built in that def after it is bound. None: not such a
+        name (a builtin, a name bound twice)."""
+        parts = key[1].split(".")[:-1]
+        for i in range(len(parts), 0, -1):
+            outer = ".".join(parts[:i])
+            fn = owner_src.defs.get(outer)
+            if fn is None:
+                continue  # a class
+            if head not in param_names(fn) and head not in _assigned_in(fn):
+                continue
+            if owner_src.path != self.src.path or self.ctor_path != owner_src.path:
+                return False
+            if self.ctor_scope != outer:
+                return False
+            bound = self.first_bound.get((outer, head))
+            return bound is None or self.ctor_at is None or bound < self.ctor_at
+        imported = owner_src.imports.bindings.get(head) or owner_src.relative.get(head)
+        if owner_src.module_assigns.get(head) != 1 and (
+            imported is None or head in owner_src.module_assigns
+        ):
+            return None
+        if self.ctor_path == owner_src.path:
+            return True
+        ctor_src = self.ix.modules.get(self.ctor_path) if self.ctor_path else None
+        if ctor_src is None or imported is None:
+            return False
+        there = ctor_src.imports.bindings.get(head) or ctor_src.relative.get(head)
+        return there == imported and head not in ctor_src.module_assigns
 
     def numpy_factory(
         self,
@@ -2115,6 +2434,20 @@ class _UseCollector(_Scoped):
                 batch = BatchSize(mode, text, True)
             else:
                 batch = None
+        elif _subscript_head(size.value) in param_names(fn) and not isinstance(
+            size.value, cst.Name
+        ):
+            # `batch_size=hparams.batch_size` of an object the call passes: the same read
+            # of what it passes, where the call is
+            head = _subscript_head(size.value)
+            bound = _bind(fn, call).get(head)
+            batch = (
+                self.batch_from_call_site(
+                    mode, _substituted(size.value, lambda n: bound if n == head else None)
+                )
+                if bound is not None
+                else None
+            )
         else:
             batch = None
         if batch is None:
@@ -2282,6 +2615,16 @@ class _UseCollector(_Scoped):
                 direct.batch = self.code(_bind(fn, call)[plan.batch_param])
             elif plan.batch_literal is not None:
                 direct.batch = plan.batch_literal
+            elif (
+                plan.batch_code is not None
+                and plan.batch_code[1] == self.src.path
+                and (
+                    not plan.batch_code[2]
+                    or scope == plan.batch_code[2]
+                    or scope.startswith(plan.batch_code[2] + ".")
+                )
+            ):
+                direct.batch = plan.batch_code[0]
             else:
                 direct.problem = (
                     f"`{name}` gains a `params` argument for TPUEstimator, and this call does "
@@ -2368,6 +2711,7 @@ class _UseCollector(_Scoped):
             for name in names_read(value)
         )
 
+    ctor_key: CallKey | None = None
     ctor_scope: str | None = None
     ctor_path: str | None = None
     ctor_at: int | None = None  # the constructor's position in this module's walk
@@ -2387,6 +2731,23 @@ class _UseCollector(_Scoped):
     @staticmethod
     def code_of(src: SourceModule, node: cst.CSTNode) -> str:
         return src.module.code_for_node(node)
+
+
+# How deeply a module's LibCST tree may nest for the index's recursive walks (Python's
+# default recursion limit is 1,000 frames; a walk takes one or two per level).
+_MAX_TREE_DEPTH = 300
+
+
+def _too_deep(module: cst.Module) -> bool:
+    """Does the tree nest deeper than the index's walks can follow? Counted without
+    recursion."""
+    stack: list[tuple[cst.CSTNode, int]] = [(module, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > _MAX_TREE_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in node.children)
+    return False
 
 
 def nearest_claim(paths: Sequence[str], dotted_name: str, near: str | None) -> str | None:

@@ -61,6 +61,7 @@ def migrate_source(
             [Indexer.source(path, module, [name], split.text if split else text)],
             use_runtime=use_runtime,
             follow_helpers=target is Target.TF2,
+            switched_off=lambda _path, rule: not is_selected(rule, None, ignore),
         )
         indexer.register(indexer.modules[path], [name])
         _run(result, module, indexer.build(), target, select, ignore, use_runtime, text, split)
@@ -172,8 +173,15 @@ class _LazyIndexer(Indexer):
         sources: Sequence[str] = (),
         unread: Sequence[Path] = (),
         paths: Sequence[str] = (),
+        switched_off: Callable[[str, str], bool] | None = None,
     ) -> None:
-        super().__init__([], use_runtime=use_runtime, follow_helpers=follow_helpers, unread=unread)
+        super().__init__(
+            [],
+            use_runtime=use_runtime,
+            follow_helpers=follow_helpers,
+            unread=unread,
+            switched_off=switched_off,
+        )
         self.claims = claims
         self.load = load
         self.sources = sources  # every candidate's text, by candidate id
@@ -193,7 +201,7 @@ class _LazyIndexer(Indexer):
     def mentioning(self, word: str) -> list[SourceModule]:
         # modules the index did not need yet may call a helper too: parse those that spell it
         found = [self.load(cid) for cid, text in enumerate(self.sources) if word in text]
-        return [src for src in found if src is not None]
+        return [src for src in found if src is not None and src.path not in self.excluded]
 
     def module_for(self, dotted_name: str, near: str | None = None) -> SourceModule | None:
         found: dict[str, SourceModule] = {}
@@ -201,6 +209,8 @@ class _LazyIndexer(Indexer):
             src = self.load(cid)
             if src is not None:
                 found[src.path] = src
+        for excluded in self.excluded:
+            found.pop(excluded, None)
         path = nearest_claim(list(found), dotted_name, near)
         return found[path] if path is not None else None
 
@@ -259,6 +269,13 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
         return src
 
     settings = state.settings
+    extra = {str(cand.result.path): cand.extra for cand in cands}
+
+    def switched_off(path: str, rule: str) -> bool:
+        # --ignore and per-file ignores switch rules off; --select runs some rules of a
+        # migration (each rule's fixtures run so), which a run with the others completes
+        return not is_selected(rule, None, [*settings.ignore, *extra.get(path, ())])
+
     indexer = _LazyIndexer(
         claims,
         load,
@@ -267,6 +284,7 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
         [cand.source for cand in cands],
         state.skipped,
         [str(cand.result.path) for cand in cands],
+        switched_off,
     )
     # Asked in the workers when there are many: in the parent it ran alone, one core idle
     # (0.6 s of a cold run over five copies of TensorFlow's tree). Files of the same text

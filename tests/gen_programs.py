@@ -120,3 +120,518 @@ programs = st.builds(
     split=st.sampled_from(SPLITS),
     batch_size=st.sampled_from([8, 32, 128]),
 )
+
+
+# -- Compositions: whole trainers, composed along the axes real programs vary on ---------
+#
+# [how the model_fn reaches the Estimator] x [where the batch size lives, and in which
+# module] x [how input functions reach train/evaluate/specs] x [layout]. Each composition is
+# a complete program that trains a small seeded regression for a few steps and writes its
+# evaluation metrics as JSON (`--model_dir DIR --results FILE`, as tests/e2e/harness.py
+# runs programs), so that the original and its migration can be trained and compared.
+
+MODEL_SHAPES = (
+    "direct",  # Estimator(model_fn=model_fn)
+    "alias",  # model_function = model_fn
+    "module_attr",  # fn = model.model_fn (model in its own module)
+    "conditional",  # a if flag else b, both project functions
+    "dict_literal",  # MODELS["dnn"]
+    "dict_flag",  # MODELS[name], the name read at run time
+    "partial",  # functools.partial(model_fn, hidden=8)
+    "factory",  # get_model_fn(8) returns a nested def
+    "method",  # Trainer().model_fn, self.model_fn
+    "staticmethod",  # Models.model_fn
+)
+BATCH_SOURCES = (
+    "literal",  # 32
+    "constant",  # BATCH_SIZE = 32
+    "flags",  # absl FLAGS.batch_size
+    "argparse",  # args.batch_size, parsed at import
+    "hparams",  # an hparams object handed to the input function; it reads .batch_size
+    "config_dict",  # CONFIG["batch_size"]
+    "closure",  # a variable of main() the input function closes over
+)
+BATCH_PLACES = ("same", "other")  # the task module, or a settings module it imports
+INPUT_SHAPES = (
+    "direct",  # est.train(train_input_fn)
+    "lambda",  # lambda: make_input(x, y, batch)
+    "partial",  # functools.partial(make_input, x, y, batch)
+    "factory_other",  # inputs.get_input_fn(x, y, batch, train) in another module
+    "spec_helper",  # that, through specs.get_train_spec(fn, steps), train_and_evaluate
+    "numpy",  # a project factory returning numpy_input_fn(...)
+    "direct_and_lambda",  # input_fn() called to look at the data, and lambda: input_fn()
+)
+LAYOUTS = ("one_module", "model_task", "package", "notebook")
+
+TRAIN_STEPS = 20
+SIZE = 32
+
+
+@dataclass(frozen=True)
+class Composition:
+    model: str
+    batch: str
+    place: str
+    inputs: str
+    layout: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.model}-{self.batch}-{self.place}-{self.inputs}-{self.layout}"
+
+    def valid(self) -> str | None:
+        """Why this combination is not a program (None: it is one)."""
+        if self.batch in ("literal", "closure") and self.place == "other":
+            return "a literal or a closure variable lives where it is used"
+        if self.model == "module_attr" and self.layout in ("one_module", "notebook"):
+            return "a model module needs a layout with one"
+        return None
+
+    # -- the pieces -------------------------------------------------------------------
+
+    def _pkg(self, module: str) -> str:
+        """How the task module imports a sibling module."""
+        return f"from trainer import {module}" if self.layout == "package" else f"import {module}"
+
+    def _settings(self) -> str:
+        """The settings module's text (for place == "other"), or the task module's lines."""
+        lines = {
+            "literal": [],
+            "constant": [f"BATCH_SIZE = {SIZE}"],
+            "flags": [
+                "from absl import flags",
+                "",
+                f'flags.DEFINE_integer("batch_size", {SIZE}, "examples per batch")',
+                "FLAGS = flags.FLAGS",
+            ],
+            "argparse": [
+                "import argparse",
+                "",
+                "_parser = argparse.ArgumentParser()",
+                f'_parser.add_argument("--batch_size", type=int, default={SIZE})',
+                "args, _ = _parser.parse_known_args()",
+            ],
+            "hparams": ["import argparse", "", f"HPARAMS = argparse.Namespace(batch_size={SIZE})"],
+            "config_dict": [f'CONFIG = {{"batch_size": {SIZE}}}'],
+            "closure": [],
+        }[self.batch]
+        return "\n".join(lines) + "\n" if lines else ""
+
+    def _settings_names(self) -> list[str]:
+        return {
+            "constant": ["BATCH_SIZE"],
+            "flags": ["FLAGS"],
+            "argparse": ["args"],
+            "hparams": ["HPARAMS"],
+            "config_dict": ["CONFIG"],
+        }.get(self.batch, [])
+
+    def _batch_value(self) -> str:
+        """The batch size (or, for hparams, the object holding it) where main() uses it."""
+        return {
+            "literal": str(SIZE),
+            "constant": "BATCH_SIZE",
+            "flags": "FLAGS.batch_size",
+            "argparse": "args.batch_size",
+            "hparams": "hparams",
+            "config_dict": 'CONFIG["batch_size"]',
+            "closure": "batch_size",
+        }[self.batch]
+
+    def _read(self, holder: str) -> str:
+        """What an input function taking `holder` as a parameter batches by."""
+        return f"{holder}.batch_size" if self.batch == "hparams" else holder
+
+    def _holder(self) -> str:
+        return "hparams" if self.batch == "hparams" else "batch_size"
+
+    def _model(self) -> str:
+        """The model module: model_fn (and the variants the shapes name)."""
+        hidden = "hidden" if self.model in ("partial", "factory") else "8"
+        body = [
+            (
+                f'    hidden_layer = tf.compat.v1.layers.dense(features["x"], {hidden}, '
+                "activation=tf.nn.relu)"
+            ),
+            "    output = tf.compat.v1.layers.dense(hidden_layer, 1)",
+            "    loss = tf.compat.v1.losses.mean_squared_error(labels, output)",
+            "    optimizer = tf.compat.v1.train.AdamOptimizer(0.05)",
+            (
+                "    train_op = optimizer.minimize(loss, global_step="
+                "tf.compat.v1.train.get_or_create_global_step())"
+            ),
+            '    metrics = {"mae": tf.compat.v1.metrics.mean_absolute_error(labels, output)}',
+            (
+                "    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, "
+                "eval_metric_ops=metrics)"
+            ),
+        ]
+        text = "import functools\n\nimport tensorflow as tf\n\n\n"
+        if self.model == "partial":
+            return (
+                text
+                + "def model_fn(features, labels, mode, params, hidden):\n"
+                + "\n".join(body)
+                + "\n"
+            )
+        if self.model == "factory":
+            inner = ["    " + line for line in body]
+            return (
+                text
+                + "def get_model_fn(hidden):\n"
+                + "    def _model_fn(features, labels, mode, params):\n"
+                + "\n".join(inner)
+                + "\n\n    return _model_fn\n"
+            )
+        if self.model == "method":
+            inner = ["    " + line for line in body]
+            return (
+                text
+                + "class Trainer:\n"
+                + "    def model_fn(self, features, labels, mode, params):\n"
+                + "\n".join(inner)
+                + "\n"
+            )
+        if self.model == "staticmethod":
+            inner = ["    " + line for line in body]
+            return (
+                text
+                + "class Models:\n"
+                + "    @staticmethod\n"
+                + "    def model_fn(features, labels, mode, params):\n"
+                + "\n".join(inner)
+                + "\n"
+            )
+        text += "def model_fn(features, labels, mode, params):\n" + "\n".join(body) + "\n"
+        if self.model in ("conditional", "dict_flag"):
+            text += (
+                "\n\ndef wide_model_fn(features, labels, mode, params):\n"
+                + "\n".join(body).replace(", 8,", ", 16,")
+                + "\n"
+            )
+        if self.model == "dict_literal":
+            # a literal key picks one: the dict holds what the program runs
+            text += '\n\nMODELS = {"dnn": model_fn}\n'
+        if self.model == "dict_flag":
+            text += '\n\nMODELS = {"dnn": model_fn, "wide": wide_model_fn}\n'
+        return text
+
+    def _model_arg(self, prefix: str) -> tuple[list[str], str]:
+        """Lines in main() before the Estimator, and its model_fn argument."""
+        p = prefix
+        return {
+            "direct": ([], f"{p}model_fn"),
+            "alias": ([f"model_function = {p}model_fn"], "model_function"),
+            "module_attr": ([f"chosen_fn = {p}model_fn"], "chosen_fn"),
+            "conditional": (
+                ["use_dnn = True", f"chosen_fn = {p}model_fn if use_dnn else {p}wide_model_fn"],
+                "chosen_fn",
+            ),
+            "dict_literal": ([], f'{p}MODELS["dnn"]'),
+            "dict_flag": (['model_name = "dnn"'], f"{p}MODELS[model_name]"),
+            "partial": ([], f"functools.partial({p}model_fn, hidden=8)"),
+            "factory": ([f"chosen_fn = {p}get_model_fn(8)"], "chosen_fn"),
+            "method": ([f"trainer = {p}Trainer()"], "trainer.model_fn"),
+            "staticmethod": ([], f"{p}Models.model_fn"),
+        }[self.model]
+
+    def _inputs_module(self) -> str:
+        """The module of input factories and spec helpers (another module than main's):
+        what the composition uses of them."""
+        h = self._holder()
+        read = self._read(h)
+        text = "import tensorflow as tf\n"
+        if self.inputs in ("factory_other", "spec_helper"):
+            text += (
+                "\n\n"
+                f"def get_input_fn(x, y, {h}, train):\n"
+                "    def _input_fn():\n"
+                '        data = tf.data.Dataset.from_tensor_slices(({"x": x}, y))\n'
+                "        if train:\n"
+                f"            data = data.shuffle({TRAIN_ROWS}, seed=7).repeat()\n"
+                f"        return data.batch({read})\n\n"
+                "    return _input_fn\n"
+            )
+        if self.inputs == "numpy":
+            text += (
+                "\n\n"
+                f"def make_numpy_input(x, y, {h}, train):\n"
+                "    return tf.compat.v1.estimator.inputs.numpy_input_fn(\n"
+                f'        {{"x": x}}, y, batch_size={read}, num_epochs=None if train else 1, '
+                "shuffle=False\n"
+                "    )\n"
+            )
+        if self.inputs == "spec_helper":
+            text += (
+                "\n\n"
+                "def get_train_spec(train_fn, steps):\n"
+                "    return tf.estimator.TrainSpec(input_fn=train_fn, max_steps=steps)\n\n\n"
+                "def get_eval_spec(eval_fn):\n"
+                "    return tf.estimator.EvalSpec(input_fn=eval_fn, steps=2, throttle_secs=0)\n"
+            )
+        return text
+
+    def _input_defs(self, indent: str) -> str:
+        """Input functions defined beside main() (direct shapes), or inside it (closure)."""
+        h = self._holder()
+        if self.inputs in ("direct", "direct_and_lambda"):
+            if self.batch == "closure":
+                read = "batch_size"
+            elif self.batch == "hparams":
+                read = "hparams.batch_size" if indent else "HPARAMS.batch_size"
+            else:
+                read = self._batch_value()
+            lines = [
+                "def train_input_fn():",
+                '    data = tf.data.Dataset.from_tensor_slices(({"x": TRAIN_X}, TRAIN_Y))',
+                f"    return data.shuffle({TRAIN_ROWS}, seed=7).repeat().batch({read})",
+                "",
+                "",
+                "def eval_input_fn():",
+                '    data = tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y))',
+                f"    return data.batch({read})",
+            ]
+        else:
+            lines = [
+                f"def make_input(x, y, {h}, train=False):",
+                '    data = tf.data.Dataset.from_tensor_slices(({"x": x}, y))',
+                "    if train:",
+                f"        data = data.shuffle({TRAIN_ROWS}, seed=7).repeat()",
+                f"    return data.batch({self._read(h)})",
+            ]
+        return "\n".join(indent + line if line else "" for line in lines) + "\n"
+
+    def _uses(self, inputs: str) -> list[str]:
+        """main()'s lines from the input functions to the metrics."""
+        b = self._batch_value()
+        i = inputs
+        run = {
+            "direct": [
+                f"estimator.train(train_input_fn, steps={TRAIN_STEPS})",
+                "metrics = estimator.evaluate(eval_input_fn, steps=2)",
+            ],
+            "lambda": [
+                (
+                    f"estimator.train(lambda: make_input(TRAIN_X, TRAIN_Y, {b}, train=True), "
+                    f"steps={TRAIN_STEPS})"
+                ),
+                f"metrics = estimator.evaluate(lambda: make_input(EVAL_X, EVAL_Y, {b}), steps=2)",
+            ],
+            "partial": [
+                f"train_fn = functools.partial(make_input, TRAIN_X, TRAIN_Y, {b}, train=True)",
+                f"eval_fn = functools.partial(make_input, EVAL_X, EVAL_Y, {b})",
+                f"estimator.train(input_fn=train_fn, steps={TRAIN_STEPS})",
+                "metrics = estimator.evaluate(input_fn=eval_fn, steps=2)",
+            ],
+            "factory_other": [
+                f"train_fn = {i}.get_input_fn(TRAIN_X, TRAIN_Y, {b}, True)",
+                f"eval_fn = {i}.get_input_fn(EVAL_X, EVAL_Y, {b}, False)",
+                f"estimator.train(input_fn=train_fn, steps={TRAIN_STEPS})",
+                "metrics = estimator.evaluate(input_fn=eval_fn, steps=2)",
+            ],
+            "spec_helper": [
+                f"train_fn = {i}.get_input_fn(TRAIN_X, TRAIN_Y, {b}, True)",
+                f"eval_fn = {i}.get_input_fn(EVAL_X, EVAL_Y, {b}, False)",
+                "tf.estimator.train_and_evaluate(",
+                (
+                    f"    estimator, {i}.get_train_spec(train_fn, {TRAIN_STEPS}), "
+                    f"{i}.get_eval_spec(eval_fn)"
+                ),
+                ")",
+                "metrics = estimator.evaluate(input_fn=eval_fn, steps=2)",
+            ],
+            "numpy": [
+                (
+                    f"estimator.train({i}.make_numpy_input(TRAIN_X, TRAIN_Y, {b}, True), "
+                    f"steps={TRAIN_STEPS})"
+                ),
+                (
+                    f"metrics = estimator.evaluate({i}.make_numpy_input(EVAL_X, EVAL_Y, {b}, False), "
+                    "steps=2)"
+                ),
+            ],
+            "direct_and_lambda": [
+                "first_features, _ = next(iter(train_input_fn()))",
+                'assert first_features["x"].shape[1] == 3',
+                f"estimator.train(lambda: train_input_fn(), steps={TRAIN_STEPS})",
+                "metrics = estimator.evaluate(input_fn=eval_input_fn, steps=2)",
+            ],
+        }[self.inputs]
+        return run
+
+    def _task(self, model_prefix: str, inputs_name: str) -> str:
+        """The task module's body after its imports: data, inputs, main()."""
+        data = (
+            f"SEED = 7\n\n\ndef make_data(n, seed):\n"
+            "    rng = np.random.RandomState(seed)\n"
+            "    x = rng.normal(size=(n, 3)).astype(np.float32)\n"
+            "    y = (x @ np.array([[1.0], [-0.5], [2.0]], np.float32) + 0.3).astype(np.float32)\n"
+            "    return x, y\n\n\n"
+            f"TRAIN_X, TRAIN_Y = make_data({TRAIN_ROWS}, SEED)\n"
+            "EVAL_X, EVAL_Y = make_data(64, SEED + 1)\n"
+        )
+        nested = self.batch in ("closure", "hparams") and self.inputs in (
+            "direct",
+            "direct_and_lambda",
+        )
+        defs = "" if nested else self._input_defs("")
+        if self.inputs in ("factory_other", "spec_helper", "numpy"):
+            defs = ""
+        before, model_arg = self._model_arg(model_prefix)
+        main = [
+            "def main(argv=None):",
+            "    parser = argparse.ArgumentParser()",
+            '    parser.add_argument("--model_dir", required=True)',
+            '    parser.add_argument("--results", required=True)',
+            "    known, _ = parser.parse_known_args(argv)",
+        ]
+        if self.batch == "flags":
+            main.append('    FLAGS(["train"], known_only=True)')
+        if self.batch == "closure":
+            main.append(f"    batch_size = {SIZE}")
+        if self.batch == "hparams":
+            main.append("    hparams = HPARAMS")
+        if nested:
+            main.append(self._input_defs("    ").rstrip("\n"))
+        main += [
+            "    tf.keras.utils.set_random_seed(SEED)",
+            *("    " + line for line in before),
+            "    estimator = tf.estimator.Estimator(",
+            f"        model_fn={model_arg},",
+            "        model_dir=known.model_dir,",
+            "        config=tf.estimator.RunConfig(tf_random_seed=SEED),",
+            "    )",
+            *("    " + line for line in self._uses(inputs_name)),
+            '    with open(known.results, "w") as f:',
+            "        json.dump(",
+            '            {"metrics": {k: float(v) for k, v in metrics.items()},',
+            '             "loss": float(metrics["loss"]), "predictions": []},',
+            "            f,",
+            "        )",
+        ]
+        return data + ("\n\n" + defs if defs else "") + "\n\n" + "\n".join(main) + "\n"
+
+    def files(self) -> dict[str, str]:
+        """Relative path -> source (a notebook as its .ipynb JSON)."""
+        pkg = "trainer/" if self.layout == "package" else ""
+        files: dict[str, str] = {}
+        uses_inputs = self.inputs in ("factory_other", "spec_helper", "numpy")
+        heads = ["import argparse", "import functools", "import json", "", "import numpy as np",
+                 "import tensorflow as tf"]  # fmt: skip
+        imports: list[str] = []
+        settings = self._settings()
+        if self.place == "other" and settings:
+            files[f"{pkg}settings.py"] = settings
+            names = ", ".join(self._settings_names())
+            where = "trainer.settings" if self.layout == "package" else "settings"
+            imports.append(f"from {where} import {names}")
+            settings = ""
+        if uses_inputs:
+            files[f"{pkg}inputs.py"] = self._inputs_module()
+            imports.append(self._pkg("inputs"))
+        model = self._model()
+        if self.layout in ("one_module", "notebook"):
+            model_prefix = ""
+            model_text = model.split("\n\n\n", 1)[1]
+        else:
+            files[f"{pkg}model.py"] = model
+            imports.append(self._pkg("model"))
+            model_prefix = "model."
+            model_text = ""
+        head = "\n".join(heads) + "\n" + ("\n".join(imports) + "\n" if imports else "")
+        task = self._task(model_prefix, "inputs")
+        if self.layout == "notebook":
+            cells = [head, *([settings] if settings else []), model_text, task,
+                     "main()"]  # fmt: skip
+            files["train.ipynb"] = _notebook(cells)
+            return files
+        text = head + ("\n" + settings if settings else "")
+        text += ("\n\n" + model_text if model_text else "") + "\n\n" + task
+        text += '\n\nif __name__ == "__main__":\n    main()\n'
+        if self.layout == "package":
+            files["trainer/__init__.py"] = ""
+            files["trainer/task.py"] = text
+        else:
+            files["train.py"] = text
+        return files
+
+    def entry(self) -> tuple[str, ...]:
+        """How the program is started (argv after the interpreter)."""
+        if self.layout == "package":
+            return ("-m", "trainer.task")
+        if self.layout == "notebook":
+            return ("run_notebook.py",)
+        return ("train.py",)
+
+
+TRAIN_ROWS = 256
+
+
+def _notebook(cells: list[str]) -> str:
+    import json
+
+    def cell(source: str) -> dict[str, object]:
+        lines = source.rstrip("\n").split("\n")
+        return {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": [line + "\n" for line in lines[:-1]] + lines[-1:],
+        }
+
+    nb = {
+        "cells": [cell(c) for c in cells],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(nb, indent=1) + "\n"
+
+
+# Runs a notebook's code cells in order as one script (what "Run all" does), with the
+# program's own argv: how the end-to-end tests train a notebook composition.
+NOTEBOOK_RUNNER = """\
+import json
+import sys
+
+cells = json.load(open("train.ipynb"))["cells"]
+code = "\\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+sys.argv = ["train.ipynb", *sys.argv[1:]]
+exec(compile(code, "train.ipynb", "exec"), {"__name__": "__main__"})
+"""
+
+
+def compositions() -> list[Composition]:
+    """Every valid composition, in a fixed order."""
+    import itertools
+
+    found = [
+        Composition(m, b, p, i, lay)
+        for m, b, p, i, lay in itertools.product(
+            MODEL_SHAPES, BATCH_SOURCES, BATCH_PLACES, INPUT_SHAPES, LAYOUTS
+        )
+    ]
+    return [c for c in found if c.valid() is None]
+
+
+def covering(count_per_pair: int = 1) -> list[Composition]:
+    """A fixed subset in which every pair of values of two axes appears (greedy pairwise
+    covering over the valid compositions, deterministic)."""
+    import itertools
+
+    every = compositions()
+    axes = ("model", "batch", "place", "inputs", "layout")
+
+    def pairs(c: Composition) -> set[tuple[str, str, str, str]]:
+        return {(a, getattr(c, a), b, getattr(c, b)) for a, b in itertools.combinations(axes, 2)}
+
+    wanted: set[tuple[str, str, str, str]] = set().union(*(pairs(c) for c in every))
+    chosen: list[Composition] = []
+    while wanted:
+        best = max(every, key=lambda c: len(pairs(c) & wanted))
+        chosen.append(best)
+        wanted -= pairs(best)
+    return chosen

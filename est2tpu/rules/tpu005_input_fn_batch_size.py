@@ -54,6 +54,7 @@ class InputFnBatchSize(Rule):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.defs: list[cst.FunctionDef] = []  # enclosing defs, innermost last
+        self._lambda_bodies: set[int] = set()  # id() of the calls lambdas return
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.defs.append(node)
@@ -476,6 +477,10 @@ class InputFnBatchSize(Rule):
         qualified = self.state.imports.qualify(expr.func) if isinstance(expr, cst.Call) else None
         return qualified == "est2tpu.runtime.sized_input_fn"
 
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self._lambda_bodies.add(id(node.body))
+        return True
+
     def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
         site = self.state.index.bound_lambdas.get(
             (self.state.path, self.here, node_code(original_node))
@@ -498,7 +503,11 @@ class InputFnBatchSize(Rule):
     # Issue 19 (the project index's engineer): direct calls, kept apart from the rest.
     def _direct_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         """A call the project makes itself of an input function that gains `params` passes
-        the batch size the TPUEstimator would (the same value on CPU)."""
+        the batch size the TPUEstimator would (the same value on CPU). The same text as a
+        lambda's body (`lambda: input_fn()` beside `input_fn()`) is the lambda's: the
+        lambda's rewrite hands it TPUEstimator's params instead."""
+        if id(original_node) in self._lambda_bodies:
+            return updated_node
         direct = self.state.index.direct_calls.get(
             (self.state.path, self.here, node_code(original_node))
         )
