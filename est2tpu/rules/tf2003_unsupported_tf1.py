@@ -19,8 +19,6 @@ from est2tpu.rules._tf2 import (
 UNSUPPORTED: dict[str, str] = {
     "get_variable": "create a Keras layer or a tf.Variable once, outside the model_fn",
     "Variable": "create the tf.Variable once, outside the model_fn",
-    "variable_scope": "variable scopes do not share variables in TF2; use layers",
-    "get_variable_scope": "variable scopes do not share variables in TF2; use layers",
     "placeholder": "feed tensors through the input_fn",
     "Session": "the facade runs the model; sessions do not exist in TF2",
     "InteractiveSession": "the facade runs the model; sessions do not exist in TF2",
@@ -28,7 +26,6 @@ UNSUPPORTED: dict[str, str] = {
     "add_to_collection": "graph collections do not exist in TF2",
     "get_default_graph": "graphs are per tf.function in TF2",
     "global_variables": "graph collections do not exist in TF2",
-    "trainable_variables": "graph collections do not exist in TF2",
     "local_variables": "graph collections do not exist in TF2",
     "GraphKeys": "only GraphKeys.UPDATE_OPS is supported",
     "py_func": (

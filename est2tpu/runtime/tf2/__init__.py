@@ -92,12 +92,33 @@ def _route_tf_keras() -> None:
         api_dir = next(iter(spec.submodule_search_locations))
         path = [entry for entry in tensorflow.__path__ if entry != api_dir]
         tensorflow.__path__ = [api_dir, *path]
+    # `import tensorflow.keras[.x]` before this package: Keras 3's modules, under their own
+    # names or under `tensorflow.keras...` (`import tensorflow.keras as keras` binds Keras 3's
+    # `_tf_keras/keras` package as `tensorflow.keras`). Forget them and bind every name
+    # that holds one to tf-keras's module of the same name, as if the variable had been set.
+    stale: dict[str, types.ModuleType] = {}
     for name in [
         n for n in sys.modules if n == "tensorflow.keras" or n.startswith("tensorflow.keras.")
     ]:
         module = sys.modules[name]
-        if getattr(module, "__name__", "").startswith("keras."):
-            del sys.modules[name]
+        origin = os.path.normpath(str(getattr(module, "__file__", "") or ""))
+        keras_3 = f"{os.sep}keras{os.sep}_tf_keras{os.sep}" in origin
+        if getattr(module, "__name__", "").startswith("keras.") or keras_3:
+            stale[name] = sys.modules.pop(name)
+    fresh: dict[int, types.ModuleType] = {}
+    for name, old in stale.items():
+        try:
+            fresh[id(old)] = importlib.import_module(name)
+        except ImportError:
+            continue
+    if fresh:
+        for module in list(sys.modules.values()):
+            if not isinstance(module, types.ModuleType):
+                continue
+            namespace = vars(module)
+            for attr, value in list(namespace.items()):
+                if isinstance(value, types.ModuleType) and id(value) in fresh:
+                    namespace[attr] = fresh[id(value)]
 
 
 def _check_keras() -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TypeVar, cast
 
-from est2tpu.runtime.tf2 import _strategy
+from est2tpu.runtime.tf2 import _strategy, _xla
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, current, invoke
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2.metrics import Metric
@@ -416,7 +416,7 @@ class Estimator:
         if "mode" in names:
             kwargs["mode"] = mode
         if "params" in names:
-            kwargs["params"] = self._params
+            kwargs["params"] = self._call_params()
         if "config" in names:
             kwargs["config"] = self._config
         # TF1 never converted a model_fn with AutoGraph; neither do we.
@@ -430,6 +430,19 @@ class Estimator:
                 for metric_fn in self._metric_fns:
                     spec = _with_metrics(spec, metric_fn, features, labels, self._config)
             return spec
+
+    def _call_params(self) -> dict[str, Any]:
+        """`params` as the model_fn sees it: a TF1 optimizer built outside the model_fn and
+        passed in (`params["optimizer"].minimize(loss)`) is the facade's optimizer."""
+        import tensorflow as tf
+
+        from est2tpu.runtime.tf2.train import adopted
+
+        params = dict(self._params)
+        for key, value in params.items():
+            if isinstance(value, tf.compat.v1.train.Optimizer):
+                params[key] = adopted(value, str(key))
+        return params
 
     def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
         import tensorflow as tf
@@ -460,8 +473,11 @@ class Estimator:
         if self._state is None:
             import tensorflow as tf
 
+            from est2tpu.runtime.tf2.train import route_tf1_optimizers
+
             if self._config.tf_random_seed is not None:
                 tf.random.set_seed(self._config.tf_random_seed)
+            route_tf1_optimizers()
             self._state = State(self._strategy)
         return self._state
 
@@ -729,7 +745,9 @@ class Estimator:
         strategy = self._strategy
         summary_step, _ = self._summary_steps()
         replica_fn: Any = self._replica_train
-        if self._config.jit_compile:
+        if self._config.jit_compile and strategy.num_replicas_in_sync > 1:
+            replica_fn = _xla.replica_step(self)
+        elif self._config.jit_compile:
             replica_fn = tf.function(self._replica_train, jit_compile=True, autograph=False)
 
         @_tf_function
