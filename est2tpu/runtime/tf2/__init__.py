@@ -158,17 +158,7 @@ from est2tpu.runtime.tf2 import (
     train,
 )
 from est2tpu.runtime.tf2._core import GraphKeys, ModeKeys, get_collection
-from est2tpu.runtime.tf2._estimator import (
-    Estimator,
-    EstimatorSpec,
-    EvalSpec,
-    FinalExporter,
-    LatestExporter,
-    RunConfig,
-    TrainSpec,
-    add_metrics,
-    train_and_evaluate,
-)
+from est2tpu.runtime.tf2._estimator import Estimator
 from est2tpu.runtime.tf2._keras_estimator import KerasEstimator, model_to_estimator
 from est2tpu.runtime.tf2._strategy import (
     configure_cpu_replicas,
@@ -176,12 +166,17 @@ from est2tpu.runtime.tf2._strategy import (
     resolve_strategy,
     strategy,
 )
+from est2tpu.runtime.tf2.exporter import FinalExporter, LatestExporter
+from est2tpu.runtime.tf2.extenders import add_metrics
+from est2tpu.runtime.tf2.model_fn import EstimatorSpec
 from est2tpu.runtime.tf2.premade import (
     DNNClassifier,
     DNNRegressor,
     LinearClassifier,
     LinearRegressor,
 )
+from est2tpu.runtime.tf2.run_config import RunConfig
+from est2tpu.runtime.tf2.training import EvalSpec, TrainSpec, train_and_evaluate
 
 if cpu_replicas() > 1:
     # The test stand-in for an N-core TPU must split the CPU before TensorFlow runs anything,

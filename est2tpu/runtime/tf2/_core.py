@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 
 class ModeKeys:
@@ -202,7 +202,17 @@ def invoke(
         # found no earlier variable of that name: each call gets its own variable store
         # (the replicas of one step share a graph here), and the creator above hands
         # back the model's variable.
-        with with_variable_store(VariableStore()), tf.variable_creator_scope(creator):
+        # AUTO_REUSE: a MirroredStrategy replica other than the first runs under a reusing
+        # variable scope (TF1's replicas shared one graph's store); here its store is new.
+        with (
+            with_variable_store(VariableStore()),
+            tf.compat.v1.variable_scope(
+                tf.compat.v1.get_variable_scope(),
+                reuse=tf.compat.v1.AUTO_REUSE,
+                auxiliary_name_scope=False,
+            ),
+            tf.variable_creator_scope(creator),
+        ):
             return fn(), inv
     finally:
         outer.__exit__(None, None, None)
@@ -335,3 +345,13 @@ def scalar_summary(name: str, value: Any, step: int) -> None:
     metadata = summary_pb2.SummaryMetadata()
     metadata.plugin_data.plugin_name = "scalars"
     tf.summary.write(name, tf.cast(value, tf.float32), step=step, metadata=metadata)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def tf_function(fn: _F) -> _F:
+    """`tf.function`, typed: TensorFlow ships no type information."""
+    import tensorflow as tf
+
+    return cast(_F, tf.function(fn))

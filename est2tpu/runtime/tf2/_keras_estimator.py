@@ -32,12 +32,10 @@ from typing import Any
 from est2tpu.runtime.tf2 import _strategy
 from est2tpu.runtime.tf2._core import ModeKeys
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
-from est2tpu.runtime.tf2._estimator import (
-    CheckpointSaves,
-    RunConfig,
-    _serving_receiver,
-)
 from est2tpu.runtime.tf2._keras import keras
+from est2tpu.runtime.tf2.exporter import _serving_receiver
+from est2tpu.runtime.tf2.run_config import RunConfig
+from est2tpu.runtime.tf2.training import CheckpointSaves
 
 
 def _clone_compile_arg(value: Any) -> Any:

@@ -24,14 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, invoke
+from est2tpu.runtime.tf2._distribute import _divided, batch_size
 from est2tpu.runtime.tf2._strategy import on_replica_device
-
-
-def _batch_size(tree: Any) -> Any:
-    import tensorflow as tf
-
-    first = tf.nest.flatten(tree)[0]
-    return tf.cast(tf.shape(first)[0], tf.float32)
 
 
 def terms(loss: Any, inv: Invocation, features: Any) -> list[tuple[Any, Any]]:
@@ -45,7 +39,7 @@ def terms(loss: Any, inv: Invocation, features: Any) -> list[tuple[Any, Any]]:
         return [term for part in record.parts for term in terms(part, inv, features)]
     if record is not None and record.denominator is None:
         return [(loss, None)]
-    local = record.denominator if record is not None else _batch_size(features)
+    local = record.denominator if record is not None else batch_size(features)
     return [(loss * tf.cast(local, loss.dtype), tf.cast(local, tf.float32))]
 
 
@@ -68,7 +62,7 @@ def scaled_to_global(loss: Any, inv: Invocation, features: Any, global_examples:
     # here) weighs by the replica's share of the examples: TF1's own scaling under a
     # strategy (the replica's mean over the number of replicas) for equal batches, and
     # the global mean whenever the denominators follow the examples (unweighted losses).
-    local = _batch_size(features)
+    local = batch_size(features)
     return loss * tf.cast(tf.math.divide_no_nan(local, global_examples), loss.dtype)
 
 
@@ -144,7 +138,7 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
     def step(element: Any) -> Any:
         ctx = tf.distribute.get_replica_context()
         features, _ = estimator._split(element)
-        global_examples = ctx.all_reduce(tf.distribute.ReduceOp.SUM, _batch_size(features))
+        global_examples = ctx.all_reduce(tf.distribute.ReduceOp.SUM, batch_size(features))
         loss, grads, locals_ = compiled(element, global_examples)
         totals = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(locals_)) if locals_ else []
         for record, variables, per_term in plan.ops:
@@ -174,11 +168,3 @@ def _sum(a: Any, b: Any) -> Any:
             tf.concat([a.values, b.values], 0), tf.concat([a.indices, b.indices], 0), a.dense_shape
         )
     return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
-
-
-def _divided(grad: Any, total: Any) -> Any:
-    import tensorflow as tf
-
-    if isinstance(grad, tf.IndexedSlices):
-        return tf.IndexedSlices(_divided(grad.values, total), grad.indices, grad.dense_shape)
-    return tf.math.divide_no_nan(grad, tf.cast(total, grad.dtype))

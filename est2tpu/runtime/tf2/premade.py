@@ -45,9 +45,11 @@ from est2tpu.runtime.tf2._core import (
     facade_owned,
     stored,
 )
-from est2tpu.runtime.tf2._estimator import Estimator, EstimatorSpec, RunConfig
+from est2tpu.runtime.tf2._estimator import Estimator
 from est2tpu.runtime.tf2._keras import keras
 from est2tpu.runtime.tf2.metrics import MetricOp
+from est2tpu.runtime.tf2.model_fn import EstimatorSpec
+from est2tpu.runtime.tf2.run_config import RunConfig
 
 SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
 SUM = "sum"

@@ -1,9 +1,8 @@
 """Model_fns that create their variables themselves, as public Estimator programs write
 them: a Keras Sequential built at the top of the model_fn (from `import tensorflow.keras as
 keras`, above the facade's import once migrated), a `tf.keras.Model` subclass with
-`compute_gradients`/`apply_gradients` over `tf.compat.v1.trainable_variables()`, a TF1
-optimizer built outside and passed in `params`, and a feature-column `input_layer` with an
-embedding column inside a `variable_scope`, next to a `linear_model`.
+`compute_gradients`/`apply_gradients` over `tf.compat.v1.trainable_variables()`, and a TF1
+optimizer built outside and passed in `params`.
 ``python model_fn_variables.py MODEL_DIR RESULTS``."""
 
 import json
@@ -83,25 +82,6 @@ def params_optimizer_model_fn(features, labels, mode, params):
     return spec(mode, logits, labels, loss, train_op)
 
 
-def feature_column_model_fn(features, labels, mode):
-    ids = tf.feature_column.categorical_column_with_identity("ids", num_buckets=5)
-    columns = [
-        tf.feature_column.numeric_column("x", shape=(4,)),
-        tf.feature_column.embedding_column(ids, dimension=3),
-    ]
-    with tf.compat.v1.variable_scope("deep"):
-        net = tf.compat.v1.feature_column.input_layer(features, columns)
-        net = tf.compat.v1.layers.dense(net, 16, activation=tf.nn.relu, name="hidden")
-    wide = tf.compat.v1.feature_column.linear_model(
-        features, [tf.feature_column.indicator_column(ids)], units=2
-    )
-    logits = tf.compat.v1.layers.dense(net, 2) + wide
-    loss = loss_of(logits, labels)
-    optimizer = tf.compat.v1.train.AdagradOptimizer(0.1)
-    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
-    return spec(mode, logits, labels, loss, train_op)
-
-
 def run(estimator):
     estimator.train(input_fn(True), steps=STEPS)
     return {k: float(v) for k, v in estimator.evaluate(input_fn(False)).items()}
@@ -126,9 +106,6 @@ def main(model_dir, results):
             config,
             params={"optimizer": tf.compat.v1.train.AdamOptimizer(0.01)},
         )
-    )
-    out["feature_columns"] = run(
-        tf.estimator.Estimator(feature_column_model_fn, os.path.join(model_dir, "columns"), config)
     )
     with open(results, "w") as f:
         json.dump(out, f)
