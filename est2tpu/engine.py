@@ -336,7 +336,9 @@ def _transform(
             raise _RuleRecursion(rule_cls.ID) from None
     state.current = None
     state.code_of = None
-    new_text = code_of(module)
+    if state.keep_original:  # a FINAL rule refused the file whole: no rewrite stands
+        state.edits.clear()
+    new_text = original if state.keep_original else code_of(module)
     if new_text != original:
         check_round_trip(first, original)
     return new_text, state

@@ -43,6 +43,9 @@ class FileState:
     findings: set[Finding] = field(default_factory=set)
     # The first line of each refused node's code, as its rule saw it (see engine._still_true).
     refused_code: dict[Finding, str] = field(default_factory=dict)
+    # Set by a FINAL rule whose findings mean the migrated text cannot run (TF2004: an
+    # Estimator API left where current TensorFlow has none): the file stays as it was.
+    keep_original: bool = False
     edits: list[Edit] = field(default_factory=list)
     _line_maps: dict[int, list[int]] = field(default_factory=dict)
     # The engine's memo of generated code by tree (set while the rules run).

@@ -75,6 +75,11 @@ def test_all_rules_over_fixture(before: Path, target: Target) -> None:
     # Nothing left without a finding: the findings of the run over the migrated text point
     # into the text the detector reads.
     covered = {f.position.line for f in again.findings}
+    if unchanged and target is Target.TF2 and result.findings:
+        text = before.read_text(encoding="utf-8")
+        rest = migrate_source(text, path=_path(before), target=target, ignore=["TF2004"])
+        if rest.new_text != text:
+            return  # refused whole (an Estimator API left, TF2004): every construct stays
     _, left = corpus.analyse(result.new_text, Path(before.name), target.value)
     uncovered = [c for c in left if not c.covered(covered)]
     assert not uncovered, uncovered

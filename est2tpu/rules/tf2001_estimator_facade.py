@@ -410,6 +410,13 @@ def why_not(canonical: str) -> str:
             f"{', '.join(PREMADE_FACADE)} only): write its model_fn (or a Keras model under "
             "`est2tpu.runtime.tf2.strategy().scope()`) by hand"
         )
+    if canonical in ("estimator.tpu.TPUEstimator", "estimator.tpu.TPUEstimatorSpec"):
+        return (
+            f"`tf.{canonical}` has no equivalent in the tf2 facade (est2tpu.runtime.tf2), "
+            "which runs a model_fn written for tf.estimator.Estimator: migrate the file's "
+            "Estimator version (before `est2tpu migrate` made it a TPUEstimator) with "
+            "--target tf2, or port it by hand"
+        )
     return (
         f"`tf.{canonical}` has no equivalent in the tf2 facade (est2tpu.runtime.tf2); "
         "replace it by hand"

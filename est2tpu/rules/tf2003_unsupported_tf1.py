@@ -11,7 +11,6 @@ from est2tpu.rules._tf2 import (
     has_model_fn_code,
     model_fn_scopes,
     plain_tf1,
-    tf2_model_fns,
 )
 
 # Canonical-name prefixes (after `tf.compat.v1.`) that only work in a TF1 graph, with the
@@ -19,8 +18,6 @@ from est2tpu.rules._tf2 import (
 UNSUPPORTED: dict[str, str] = {
     "get_variable": "create a Keras layer or a tf.Variable once, outside the model_fn",
     "Variable": "create the tf.Variable once, outside the model_fn",
-    "variable_scope": "variable scopes do not share variables in TF2; use layers",
-    "get_variable_scope": "variable scopes do not share variables in TF2; use layers",
     "placeholder": "feed tensors through the input_fn",
     "Session": "the facade runs the model; sessions do not exist in TF2",
     "InteractiveSession": "the facade runs the model; sessions do not exist in TF2",
@@ -28,7 +25,6 @@ UNSUPPORTED: dict[str, str] = {
     "add_to_collection": "graph collections do not exist in TF2",
     "get_default_graph": "graphs are per tf.function in TF2",
     "global_variables": "graph collections do not exist in TF2",
-    "trainable_variables": "graph collections do not exist in TF2",
     "local_variables": "graph collections do not exist in TF2",
     "GraphKeys": "only GraphKeys.UPDATE_OPS is supported",
     "py_func": (
@@ -99,10 +95,7 @@ def unsupported(name: str) -> str | None:
 class UnsupportedTf1(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        if has_model_fn_code(state):
-            return True
-        # A TF1 optimizer subclassed here may be what a model_fn elsewhere builds.
-        return bool(tf2_model_fns(state.index)) and state.imports.uses(state.original, "train")
+        return has_model_fn_code(state)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -134,25 +127,6 @@ class UnsupportedTf1(Rule):
         if self.depth:
             self.depth -= 1
         return updated_node
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if not tf2_model_fns(self.state.index):
-            return
-        for base in node.bases:
-            qualified = self.state.imports.qualify(base.value) or ""
-            for root in ("tensorflow.compat.v1.train.", "tensorflow.train."):
-                if qualified.startswith(root) and qualified.endswith("Optimizer"):
-                    self.refuse(
-                        node.name,
-                        f"`{node.name.value}` subclasses TF1's `tf.compat.v1.train."
-                        f"{qualified[len(root) :]}`: the tf2 facade keeps and applies only the "
-                        "optimizers of est2tpu.runtime.tf2.train (TF2002 maps "
-                        "tf.compat.v1.train.*Optimizer calls in a model_fn to them); a TF1 "
-                        "optimizer built in a model_fn finds no variables to optimize under "
-                        "TF2. Use one of those optimizers, or port this one to a Keras "
-                        "optimizer by hand",
-                    )
-                    return
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.inner.add(id(node.value))

@@ -4,7 +4,9 @@ TF2001 moves what the facade provides exactly; TF2002/TF2003 handle TF1 code in 
 What is left still names `tf.estimator`, `tensorflow_estimator` or `tf.contrib`, which current
 TensorFlow (2.16+) does not have: an import of such a module fails, an attribute use raises.
 This rule runs once, after the others, over the final code, and reports each import of such a
-module and each `tf.estimator...` use, unless another rule already explained that line.
+module and each `tf.estimator...` use, unless another rule already explained that line. Any
+such use left means the migrated file would not run: the file is then left as it is, the
+findings saying what to port by hand (a tf2 output never references `tf.estimator`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class EstimatorApiLeft(Rule):
         return False
 
     def _import(self, node: cst.CSTNode, module: str, bound: str) -> None:
+        self.state.keep_original = True
         self.refuse(node, _import_message(module, bound))
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -91,6 +94,7 @@ class EstimatorApiLeft(Rule):
             self.state.imports.qualify(head)
         ):
             return False  # through an Estimator-only import, reported at the import
+        self.state.keep_original = True
         self.refuse(node, _use_message(dotted(node) or "this name", qualified or ""))
         return False
 
@@ -134,17 +138,20 @@ class EstimatorApiLeft(Rule):
         return found
 
 
+_KEPT = "the file is left as it is (its migration would fail at import on current TensorFlow)"
+
+
 def _import_message(module: str, bound: str) -> str:
     return (
         f"`{module}` does not exist in current TensorFlow ({_module_hint(module)}) and "
         f"est2tpu could not move what this file uses through `{bound}` to the tf2 facade: "
-        f"port those uses by hand, then delete the import ({_FACADE})"
+        f"{_KEPT}; port those uses by hand, then delete the import ({_FACADE})"
     )
 
 
 def _use_message(name: str, qualified: str) -> str:
     return (
         f"{name} does not exist in current TensorFlow ({_module_hint(qualified)}) and has "
-        f"no exact tf2 facade equivalent that est2tpu could prove here: rewrite this use by "
-        f"hand ({_FACADE})"
+        f"no exact tf2 facade equivalent that est2tpu could prove here: {_KEPT}; rewrite "
+        f"this use by hand ({_FACADE})"
     )

@@ -18,7 +18,8 @@ objects.  What differs is what TPU needs:
 
 Optimizer mapping (TF1 class, hyperparameters copied exactly):
 
-- ``SGD`` without momentum -> ``GradientDescentOptimizer`` (same kernel as Keras).
+- ``SGD`` without momentum -> ``GradientDescentOptimizer`` (same kernel as Keras), with
+  or without ``nesterov`` (Nesterov momentum 0 steps by ``-lr * g``).
 - ``SGD`` with momentum -> a ``MomentumOptimizer`` whose update is Keras'
   (``ResourceApplyKerasMomentum``: ``accum = m*accum - lr*g; var += accum``).
   The stock TF1 kernel (``accum = m*accum + g; var -= lr*accum``) is the same
@@ -34,8 +35,11 @@ Optimizer mapping (TF1 class, hyperparameters copied exactly):
 - ``Adagrad`` -> ``AdagradOptimizer`` with Keras' ``initial_accumulator_value``
   and Keras' epsilon (``ResourceApplyAdagradV2``; TF1's kernel has no epsilon).
 
+- A legacy optimizer's ``decay`` -> the learning rate through TF1's
+  ``inverse_time_decay(lr, global_step, 1, decay)``: Keras' ``lr / (1 + decay * iterations)``.
+
 Anything else (other classes, ``amsgrad``, ``weight_decay``, gradient clipping,
-EMA, legacy ``decay``) raises ``ValueError``: there is no exact TF1 equivalent.
+EMA) raises ``ValueError``: there is no exact TF1 equivalent.
 """
 
 from __future__ import annotations
@@ -54,7 +58,6 @@ _UNMAPPABLE_SETTINGS = (
     "clipvalue",
     "global_clipnorm",
     "use_ema",
-    "decay",
     "amsgrad",
 )
 # Keras optimizer classes (lower-cased names) with an exact TF1 mapping.
@@ -350,14 +353,20 @@ def _tf1_from_config(name: str, config: dict[str, Any], global_step: Any = None)
         raise _unmappable(name, "no learning_rate in its config")
     else:
         learning_rate = float(learning_rate)
+    decay = float(config.get("decay") or 0.0)
+    if decay:
+        # A legacy Keras optimizer's `decay`: lr / (1 + decay * iterations), TF1's
+        # inverse_time_decay over one step (not staircase).
+        if global_step is None:
+            global_step = tf.compat.v1.train.get_or_create_global_step()
+        learning_rate = tf.compat.v1.train.inverse_time_decay(learning_rate, global_step, 1, decay)
     v1 = tf.compat.v1.train
     kind = name.lower()
     if kind == "sgd":
         momentum = float(config.get("momentum", 0.0))
         nesterov = bool(config.get("nesterov", False))
         if momentum == 0.0:
-            if nesterov:
-                raise _unmappable(name, "nesterov without momentum")
+            # Nesterov with momentum 0 steps by -lr * grad: plain gradient descent.
             return v1.GradientDescentOptimizer(learning_rate)
         return _classes()["momentum"](learning_rate, momentum, use_nesterov=nesterov)
     if kind == "adam":

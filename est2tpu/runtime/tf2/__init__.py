@@ -92,12 +92,33 @@ def _route_tf_keras() -> None:
         api_dir = next(iter(spec.submodule_search_locations))
         path = [entry for entry in tensorflow.__path__ if entry != api_dir]
         tensorflow.__path__ = [api_dir, *path]
+    # `import tensorflow.keras[.x]` before this package: Keras 3's modules, under their own
+    # names or under `tensorflow.keras...` (`import tensorflow.keras as keras` binds Keras 3's
+    # `_tf_keras/keras` package as `tensorflow.keras`). Forget them and bind every name
+    # that holds one to tf-keras's module of the same name, as if the variable had been set.
+    stale: dict[str, types.ModuleType] = {}
     for name in [
         n for n in sys.modules if n == "tensorflow.keras" or n.startswith("tensorflow.keras.")
     ]:
         module = sys.modules[name]
-        if getattr(module, "__name__", "").startswith("keras."):
-            del sys.modules[name]
+        origin = os.path.normpath(str(getattr(module, "__file__", "") or ""))
+        keras_3 = f"{os.sep}keras{os.sep}_tf_keras{os.sep}" in origin
+        if getattr(module, "__name__", "").startswith("keras.") or keras_3:
+            stale[name] = sys.modules.pop(name)
+    fresh: dict[int, types.ModuleType] = {}
+    for name, old in stale.items():
+        try:
+            fresh[id(old)] = importlib.import_module(name)
+        except ImportError:
+            continue
+    if fresh:
+        for module in list(sys.modules.values()):
+            if not isinstance(module, types.ModuleType):
+                continue
+            namespace = vars(module)
+            for attr, value in list(namespace.items()):
+                if isinstance(value, types.ModuleType) and id(value) in fresh:
+                    namespace[attr] = fresh[id(value)]
 
 
 def _check_keras() -> None:
@@ -137,17 +158,7 @@ from est2tpu.runtime.tf2 import (
     train,
 )
 from est2tpu.runtime.tf2._core import GraphKeys, ModeKeys, get_collection
-from est2tpu.runtime.tf2._estimator import (
-    Estimator,
-    EstimatorSpec,
-    EvalSpec,
-    FinalExporter,
-    LatestExporter,
-    RunConfig,
-    TrainSpec,
-    add_metrics,
-    train_and_evaluate,
-)
+from est2tpu.runtime.tf2._estimator import Estimator
 from est2tpu.runtime.tf2._keras_estimator import KerasEstimator, model_to_estimator
 from est2tpu.runtime.tf2._strategy import (
     configure_cpu_replicas,
@@ -155,12 +166,17 @@ from est2tpu.runtime.tf2._strategy import (
     resolve_strategy,
     strategy,
 )
+from est2tpu.runtime.tf2.exporter import FinalExporter, LatestExporter
+from est2tpu.runtime.tf2.extenders import add_metrics
+from est2tpu.runtime.tf2.model_fn import EstimatorSpec
 from est2tpu.runtime.tf2.premade import (
     DNNClassifier,
     DNNRegressor,
     LinearClassifier,
     LinearRegressor,
 )
+from est2tpu.runtime.tf2.run_config import RunConfig
+from est2tpu.runtime.tf2.training import EvalSpec, TrainSpec, train_and_evaluate
 
 if cpu_replicas() > 1:
     # The test stand-in for an N-core TPU must split the CPU before TensorFlow runs anything,

@@ -2,327 +2,24 @@
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import inspect
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any
 
-from est2tpu.runtime.tf2 import _strategy
-from est2tpu.runtime.tf2._core import Invocation, ModeKeys, State, current, invoke
+from est2tpu.runtime.tf2 import _distribute, _strategy, _xla
+from est2tpu.runtime.tf2._core import ModeKeys, State, current, invoke, tf_function
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
+from est2tpu.runtime.tf2._distribute import batch_size
+from est2tpu.runtime.tf2.extenders import _with_metrics
+from est2tpu.runtime.tf2.hooks import StepCounter
 from est2tpu.runtime.tf2.metrics import Metric
-
-JIT_ENV = "EST2TPU_JIT_COMPILE"
-STEPS_PER_EXECUTION_ENV = "EST2TPU_STEPS_PER_EXECUTION"
-
-
-class RunConfig:
-    """`tf.estimator.RunConfig`: the settings the facade honours, the rest accepted and kept.
-
-    Honoured: model_dir, tf_random_seed, save_summary_steps, save_checkpoints_steps,
-    save_checkpoints_secs, keep_checkpoint_max, log_step_count_steps (a `global_step/sec`
-    summary and log line, as TF1's StepCounterHook), train_distribute and eval_distribute
-    (the facade's strategy, see `Estimator`). New:
-    `steps_per_execution` (train steps per `tf.function` call, TPUEstimator's
-    iterations_per_loop; default `$EST2TPU_STEPS_PER_EXECUTION` or 100) and `jit_compile`
-    (compile the train step with XLA; default `$EST2TPU_JIT_COMPILE=1`).
-    """
-
-    def __init__(
-        self,
-        model_dir: str | None = None,
-        tf_random_seed: int | None = None,
-        save_summary_steps: int = 100,
-        save_checkpoints_steps: int | None = None,
-        save_checkpoints_secs: int | None = None,
-        session_config: Any = None,
-        keep_checkpoint_max: int = 5,
-        keep_checkpoint_every_n_hours: int = 10000,
-        log_step_count_steps: int = 100,
-        train_distribute: Any = None,
-        device_fn: Any = None,
-        protocol: Any = None,
-        eval_distribute: Any = None,
-        experimental_distribute: Any = None,
-        experimental_max_worker_delay_secs: Any = None,
-        session_creation_timeout_secs: int = 7200,
-        checkpoint_save_graph_def: bool = True,
-        steps_per_execution: int | None = None,
-        jit_compile: bool | None = None,
-    ) -> None:
-        self.train_distribute = train_distribute
-        self.eval_distribute = eval_distribute
-        self.model_dir = model_dir
-        self.tf_random_seed = tf_random_seed
-        self.save_summary_steps = save_summary_steps
-        if save_checkpoints_steps is None and save_checkpoints_secs is None:
-            save_checkpoints_secs = 600
-        self.save_checkpoints_steps = save_checkpoints_steps
-        self.save_checkpoints_secs = save_checkpoints_secs
-        self.session_config = session_config
-        self.keep_checkpoint_max = keep_checkpoint_max
-        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
-        self.log_step_count_steps = log_step_count_steps
-        if steps_per_execution is None:
-            steps_per_execution = int(os.environ.get(STEPS_PER_EXECUTION_ENV, "100"))
-        self.steps_per_execution = max(1, steps_per_execution)
-        if jit_compile is None:
-            jit_compile = os.environ.get(JIT_ENV) == "1"
-        self.jit_compile = jit_compile
-
-    def replace(self, **kwargs: Any) -> RunConfig:
-        new = RunConfig.__new__(RunConfig)
-        new.__dict__.update(self.__dict__)
-        for key, value in kwargs.items():
-            if not hasattr(new, key):
-                raise ValueError(f"RunConfig has no setting {key!r}")
-            setattr(new, key, value)
-        return new
-
-
-class EstimatorSpec(NamedTuple):
-    """`tf.estimator.EstimatorSpec`; hooks and scaffolds have no facade equivalent."""
-
-    mode: str
-    predictions: Any = None
-    loss: Any = None
-    train_op: Any = None
-    eval_metric_ops: Any = None
-    export_outputs: Any = None
-    training_chief_hooks: Any = None
-    training_hooks: Any = None
-    scaffold: Any = None
-    evaluation_hooks: Any = None
-    prediction_hooks: Any = None
-
-
-class TrainSpec(NamedTuple):
-    """`tf.estimator.TrainSpec`."""
-
-    input_fn: Callable[..., Any]
-    max_steps: int | None = None
-    hooks: Any = ()
-    saving_listeners: Any = ()
-
-
-class EvalSpec(NamedTuple):
-    """`tf.estimator.EvalSpec`."""
-
-    input_fn: Callable[..., Any]
-    steps: int | None = 100
-    name: str | None = None
-    hooks: Any = None
-    exporters: Any = None
-    start_delay_secs: int = 120
-    throttle_secs: int = 600
-
-
-def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
-    if not isinstance(spec, EstimatorSpec):
-        raise TypeError(
-            "est2tpu tf2 facade: the model_fn must return est2tpu.runtime.tf2.EstimatorSpec, "
-            f"got {type(spec).__name__}"
-        )
-    from est2tpu.runtime.tf2.hooks import FacadeHook
-
-    hooks = list(spec.training_hooks or ())
-    if not all(isinstance(hook, FacadeHook) for hook in hooks):
-        raise NotImplementedError(
-            "est2tpu tf2 facade: EstimatorSpec(training_hooks=...) takes the hooks of "
-            "est2tpu.runtime.tf2.hooks only (a SessionRunHook needs a session)"
-        )
-    for hook_field in (
-        "training_chief_hooks",
-        "scaffold",
-        "evaluation_hooks",
-        "prediction_hooks",
-    ):
-        if getattr(spec, hook_field):
-            raise NotImplementedError(
-                f"est2tpu tf2 facade: EstimatorSpec({hook_field}=...) is not supported"
-            )
-    return spec
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _tf_function(fn: _F) -> _F:
-    """`tf.function`, typed: TensorFlow ships no type information."""
-    import tensorflow as tf
-
-    return cast(_F, tf.function(fn))
-
-
-class _StepCounter:
-    """TF1's `StepCounterHook`: `global_step/sec` every `every` steps.
-
-    The clock starts at the first update (after the first execution, so tracing is not
-    counted); each later update at least `every` steps on gives the rate since the last one.
-    """
-
-    def __init__(self, every: int | None) -> None:
-        self._every = every
-        self._last: tuple[float, int] | None = None
-
-    def update(self, step: int) -> float | None:
-        if not self._every:
-            return None
-        now = time.perf_counter()
-        if self._last is None:
-            self._last = (now, step)
-            return None
-        last_time, last_step = self._last
-        if step - last_step < self._every or now <= last_time:
-            return None
-        self._last = (now, step)
-        return (step - last_step) / (now - last_time)
-
-
-def _apply_summed(strategy: Any, optimizer: Any, grads_and_vars: Any, denominator: Any) -> Any:
-    """TF1's `_distributed_apply` (cross-replica, in a merge_call) of gradients of the
-    replicas' loss *sums*: one batch all-reduce sums the gradients and the denominators,
-    and each device divides its summed gradient by the summed denominator as it updates."""
-    import tensorflow as tf
-
-    pairs = list(grads_and_vars)
-    reduced = strategy.extended.batch_reduce_to(
-        tf.distribute.ReduceOp.SUM, [(denominator, pairs[0][1]), *pairs]
-    )
-    summed = [(g, v) for g, (_, v) in zip(reduced[1:], pairs)]
-    return optimizer._distributed_apply(_Summed(strategy, reduced[0]), summed)
-
-
-def _divided(grad: Any, total: Any) -> Any:
-    import tensorflow as tf
-
-    if isinstance(grad, tf.IndexedSlices):
-        return tf.IndexedSlices(_divided(grad.values, total), grad.indices, grad.dense_shape)
-    return tf.math.divide_no_nan(grad, tf.cast(total, grad.dtype))
-
-
-class _SummedExtended:
-    """The strategy's `extended` as `_distributed_apply` uses it, for gradients already
-    summed: no second reduction, and each update divides by the global denominator."""
-
-    def __init__(self, extended: Any, total: Any) -> None:
-        self._extended = extended
-        self._total = total
-
-    def batch_reduce_to(
-        self, reduce_op: Any, value_destination_pairs: Any, options: Any = None
-    ) -> Any:
-        return [value for value, _ in value_destination_pairs]
-
-    def update(
-        self, var: Any, fn: Any, args: Any = (), kwargs: Any = None, group: bool = True
-    ) -> Any:
-        (grad,) = args
-        return self._extended.update(
-            var,
-            lambda v, g, total: fn(v, _divided(g, total)),
-            args=(grad, self._total),
-            kwargs=kwargs,
-            group=group,
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._extended, name)
-
-
-class _Summed:
-    """The strategy, seen through `_SummedExtended`."""
-
-    def __init__(self, strategy: Any, total: Any) -> None:
-        self._strategy = strategy
-        self.extended = _SummedExtended(strategy.extended, total)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._strategy, name)
-
-
-def _batch_size(tree: Any) -> Any:
-    """The number of examples in a (per-replica) batch: the leading dim of its first tensor."""
-    import tensorflow as tf
-
-    first = tf.nest.flatten(tree)[0]
-    return tf.cast(tf.shape(first)[0], tf.float32)
-
-
-def _serving_receiver(
-    serving_input_receiver_fn: Callable[[], Any],
-) -> tuple[Any, list[Any], Any]:
-    """The receiver as a function of its receiver tensors, their specs, its features' specs.
-
-    The serving_input_receiver_fn may build TF1 placeholders: it runs in a TF1 graph
-    (`tf.compat.v1.wrap_function`) and is pruned to a function of its receiver tensors.
-    """
-    import tensorflow as tf
-
-    def receiver_structure() -> Any:
-        receiver = serving_input_receiver_fn()
-        return {"receivers": receiver.receiver_tensors, "features": receiver.features}
-
-    wrapped = tf.compat.v1.wrap_function(receiver_structure, [])
-    outputs = wrapped.structured_outputs
-    receiver_names = sorted(outputs["receivers"])
-    placeholders = [outputs["receivers"][k] for k in receiver_names]
-    receive = wrapped.prune(feeds=placeholders, fetches=outputs["features"])
-    input_spec = [
-        tf.TensorSpec(p.shape, p.dtype, name=k) for k, p in zip(receiver_names, placeholders)
-    ]
-    features_spec = tf.nest.map_structure(
-        lambda t: tf.TensorSpec(t.shape, t.dtype), outputs["features"]
-    )
-    return receive, input_spec, features_spec
-
-
-_METRIC_FN_ARGS = frozenset({"features", "labels", "predictions", "config"})
-
-
-def _with_metrics(
-    spec: EstimatorSpec, metric_fn: Callable[..., Any], features: Any, labels: Any, config: Any
-) -> EstimatorSpec:
-    """The EVAL spec with `metric_fn`'s metrics added (they win a name clash), as TF1's
-    `add_metrics` model_fn: the metric_fn gets those of features, labels, predictions and
-    config it names."""
-    import tensorflow as tf
-
-    names = inspect.signature(metric_fn).parameters
-    given = {"features": features, "labels": labels, "predictions": spec.predictions}
-    kwargs = {k: v for k, v in {**given, "config": config}.items() if k in names}
-    metrics = dict(spec.eval_metric_ops or {})
-    # Not converted by AutoGraph, as the model_fn (its metrics are keyed by call site).
-    metrics.update(tf.autograph.experimental.do_not_convert(metric_fn)(**kwargs))
-    return spec._replace(eval_metric_ops=metrics)
-
-
-def add_metrics(estimator: Estimator, metric_fn: Callable[..., Any]) -> Estimator:
-    """`tf.estimator.add_metrics` (`tf.contrib.estimator.add_metrics`): a new Estimator
-    whose evaluation also reports `metric_fn`'s metrics, built with
-    `est2tpu.runtime.tf2.metrics`.
-
-    `metric_fn` may take `features`, `labels`, `predictions` (what the model_fn returns in
-    EVAL mode) and `config`, and returns `{name: metric}`. The new Estimator shares the
-    model_dir, config and params (its checkpoints are the old one's); a premade keeps its
-    predict.
-    """
-    if not isinstance(estimator, Estimator):
-        raise TypeError(
-            "est2tpu tf2 facade: add_metrics takes an est2tpu.runtime.tf2 Estimator, got "
-            f"{type(estimator).__name__}"
-        )
-    invalid = list(set(inspect.signature(metric_fn).parameters) - _METRIC_FN_ARGS)
-    if invalid:
-        raise ValueError(f"metric_fn ({metric_fn}) has following not expected args: {invalid}")
-    new = copy.copy(estimator)
-    new._init_state()
-    new._metric_fns = (*estimator._metric_fns, metric_fn)
-    return new
+from est2tpu.runtime.tf2.model_fn import EstimatorSpec, _check_spec
+from est2tpu.runtime.tf2.run_config import RunConfig
+from est2tpu.runtime.tf2.training import CheckpointSaves
 
 
 class Estimator:
@@ -416,7 +113,7 @@ class Estimator:
         if "mode" in names:
             kwargs["mode"] = mode
         if "params" in names:
-            kwargs["params"] = self._params
+            kwargs["params"] = self._call_params()
         if "config" in names:
             kwargs["config"] = self._config
         # TF1 never converted a model_fn with AutoGraph; neither do we.
@@ -430,6 +127,19 @@ class Estimator:
                 for metric_fn in self._metric_fns:
                     spec = _with_metrics(spec, metric_fn, features, labels, self._config)
             return spec
+
+    def _call_params(self) -> dict[str, Any]:
+        """`params` as the model_fn sees it: a TF1 optimizer built outside the model_fn and
+        passed in (`params["optimizer"].minimize(loss)`) is the facade's optimizer."""
+        import tensorflow as tf
+
+        from est2tpu.runtime.tf2.train import adopted
+
+        params = dict(self._params)
+        for key, value in params.items():
+            if isinstance(value, tf.compat.v1.train.Optimizer):
+                params[key] = adopted(value, str(key))
+        return params
 
     def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
         import tensorflow as tf
@@ -460,8 +170,11 @@ class Estimator:
         if self._state is None:
             import tensorflow as tf
 
+            from est2tpu.runtime.tf2.train import route_tf1_optimizers
+
             if self._config.tf_random_seed is not None:
                 tf.random.set_seed(self._config.tf_random_seed)
+            route_tf1_optimizers()
             self._state = State(self._strategy)
         return self._state
 
@@ -560,7 +273,7 @@ class Estimator:
 
         def call() -> EstimatorSpec:
             inv = current("the model_fn")
-            inv.scale_loss = lambda loss: self._scaled(loss, inv, features, ctx)
+            inv.scale_loss = lambda loss: _distribute.scaled(loss, inv, features, ctx)
             return self._call_model_fn(features, labels, ModeKeys.TRAIN)
 
         # Over several replicas a minimized loss's gradient is taken of the replica's *sum*
@@ -576,12 +289,12 @@ class Estimator:
             targets = {
                 id(record): (
                     (
-                        self._local_sum(record.loss, inv, features)
+                        _distribute.local_sum(record.loss, inv, features)
                         if several
                         and isinstance(record.optimizer.inner, tf.compat.v1.train.Optimizer)
                         else None
                     )
-                    or (self._scaled(record.loss, inv, features, ctx), None)
+                    or (_distribute.scaled(record.loss, inv, features, ctx), None)
                 )
                 for record in inv.train_ops
                 if record.grads_and_vars is None
@@ -606,7 +319,9 @@ class Estimator:
             if denominator is None:
                 record.optimizer.inner.apply_gradients(pairs)
             else:
-                ctx.merge_call(_apply_summed, args=(record.optimizer.inner, pairs, denominator))
+                ctx.merge_call(
+                    _distribute.apply_summed, args=(record.optimizer.inner, pairs, denominator)
+                )
         del tape
         if fetch is None:
             return tf.cast(spec.loss, tf.float32)
@@ -642,7 +357,7 @@ class Estimator:
 
         summary_step, _ = self._summary_steps()
 
-        @_tf_function
+        @tf_function
         def fetch_step(iterator: Any) -> Any:
             element = iterator.get_next()
             summary_step.assign(state.global_step + 1)
@@ -680,43 +395,6 @@ class Estimator:
                     )
         return loss, 1
 
-    @staticmethod
-    def _local_sum(loss: Any, inv: Invocation, features: Any) -> tuple[Any, Any] | None:
-        """(what to differentiate, this replica's denominator): the replica's sum of a mean
-        loss and its denominator, or a SUM loss itself and None (the sums add up). None for
-        a `get_total_loss` whose terms have different denominators: no one denominator
-        makes its sum (the caller scales each term, `_scaled`)."""
-        import tensorflow as tf
-
-        record = next((r for r in inv.losses if r.loss is loss), None)
-        if record is not None and record.parts is not None:
-            if any(r.loss is part for part in record.parts for r in inv.losses):
-                return None
-            record = None  # batch means and regularizers only: the batch is the denominator
-        if record is not None and record.denominator is None:
-            return loss, None
-        local = record.denominator if record is not None else _batch_size(features)
-        return loss * tf.cast(local, loss.dtype), tf.cast(local, tf.float32)
-
-    @staticmethod
-    def _scaled(loss: Any, inv: Invocation, features: Any, ctx: Any) -> Any:
-        """This replica's share of the global-batch loss (see `losses`)."""
-        import tensorflow as tf
-
-        record = next((r for r in inv.losses if r.loss is loss), None)
-        if record is not None and record.parts is not None:
-            return tf.add_n(
-                [
-                    tf.cast(Estimator._scaled(part, inv, features, ctx), loss.dtype)
-                    for part in record.parts
-                ]
-            )
-        if record is not None and record.denominator is None:
-            return loss  # a SUM: the replicas' sums add up to the global sum
-        local = record.denominator if record is not None else _batch_size(features)
-        total = ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
-        return loss * tf.cast(tf.math.divide_no_nan(local, total), loss.dtype)
-
     def _train_function(self, infinite: bool) -> Any:
         """`train_steps(iterator, n)`: up to `n` steps in one execution; `infinite` when the
         input never runs out (its end is then never tested for)."""
@@ -729,10 +407,12 @@ class Estimator:
         strategy = self._strategy
         summary_step, _ = self._summary_steps()
         replica_fn: Any = self._replica_train
-        if self._config.jit_compile:
+        if self._config.jit_compile and strategy.num_replicas_in_sync > 1:
+            replica_fn = _xla.replica_step(self)
+        elif self._config.jit_compile:
             replica_fn = tf.function(self._replica_train, jit_compile=True, autograph=False)
 
-        @_tf_function
+        @tf_function
         def train_steps(iterator: Any, n: Any) -> Any:
             # Only the last step's loss is reported: the replicas' losses are averaged once
             # per execution, not every step.
@@ -815,7 +495,7 @@ class Estimator:
             self._train_writer = tf.summary.create_file_writer(self._model_dir)
         writer = self._train_writer
         config = self._config
-        counter = _StepCounter(config.log_step_count_steps)
+        counter = StepCounter(config.log_step_count_steps)
         step = start
         saves = CheckpointSaves(self._save, lambda: int(state.global_step.numpy()), listeners)
         from est2tpu.runtime.tf2.hooks import LoggingTensorHook
@@ -966,11 +646,11 @@ class Estimator:
         # replica adds its share of the global-batch loss (weighted like training, see
         # `_scaled`) and of one batch.
         ctx = tf.distribute.get_replica_context()
-        local = _batch_size(features)
+        local = batch_size(features)
         batch_share = tf.math.divide_no_nan(
             local, ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
         )
-        loss_share = tf.cast(self._scaled(spec.loss, inv, features, ctx), tf.float32)
+        loss_share = tf.cast(_distribute.scaled(spec.loss, inv, features, ctx), tf.float32)
         total = tf.where(local > 0, loss_share, 0.0)
         return self._loss_metric.update(total=total, count=batch_share)
 
@@ -1001,7 +681,7 @@ class Estimator:
                 )
             strategy = self._strategy
 
-            @_tf_function
+            @tf_function
             def eval_step(element: Any) -> None:
                 strategy.run(self._replica_eval, args=(element,))
 
@@ -1067,7 +747,7 @@ class Estimator:
         if "predict" not in self._functions:
             strategy = self._strategy
 
-            @_tf_function
+            @tf_function
             def predict_step(element: Any) -> Any:
                 out = strategy.run(self._replica_predict, args=(element,))
                 return tf.nest.map_structure(lambda t: strategy.gather(t, axis=0), out)
@@ -1103,234 +783,14 @@ class Estimator:
         (`tf.compat.v1.wrap_function`) and is pruned to a function of its receiver tensors.
         Returns the export directory as bytes, like Estimator.
         """
-        import tensorflow as tf
+        from est2tpu.runtime.tf2.exporter import export_saved_model
 
-        if assets_extra or as_text or experimental_mode != ModeKeys.PREDICT:
-            raise NotImplementedError(
-                "est2tpu tf2 facade: export_saved_model supports PREDICT exports only, "
-                "without assets_extra/as_text"
-            )
-
-        receive, input_spec, features_spec = _serving_receiver(serving_input_receiver_fn)
-        self._build(
-            ModeKeys.PREDICT,
-            tf.data.Dataset.from_tensors(
-                tf.nest.map_structure(
-                    lambda s: tf.zeros([d or 1 for d in s.shape], s.dtype), features_spec
-                )
-            ),
-        )
-        if checkpoint_path is not None:
-            self._checkpoint.restore(checkpoint_path).expect_partial()
-        state = self._ensure_state()
-
-        def serve(*inputs: Any) -> Any:
-            features = receive(*inputs)
-            spec, _inv = invoke(
-                state,
-                ModeKeys.PREDICT,
-                False,
-                lambda: self._call_model_fn(features, None, ModeKeys.PREDICT),
-            )
-            export_outputs = spec.export_outputs or {}
-            if export_outputs:
-                key = (
-                    "serving_default"
-                    if "serving_default" in export_outputs
-                    else min(export_outputs)
-                )
-                return dict(export_outputs[key].outputs)
-            predictions = spec.predictions
-            return dict(predictions) if isinstance(predictions, dict) else {"output": predictions}
-
-        serving = tf.function(serve, input_signature=input_spec, autograph=False)
-        module = tf.Module()
-        module.model = tf.train.Checkpoint(
-            **{k.replace("/", "_"): v for k, v in state.trackables().items()}
-        )
-        module.receive = receive
-        from est2tpu.runtime.tf2.export import timestamped_dir
-
-        export_dir = timestamped_dir(export_dir_base)
-        with self._strategy.scope():
-            tf.saved_model.save(
-                module, export_dir, signatures={"serving_default": serving.get_concrete_function()}
-            )
-        return export_dir.encode()
-
-
-class CheckpointSaves:
-    """The checkpoints of one `train` call, with its saving listeners called around each as
-    TF1's CheckpointSaverHook called them (`session=None`). Without listeners: a save in
-    the loop when one is due and one at the end, nothing at the start."""
-
-    def __init__(
-        self, save: Callable[[], None], step: Callable[[], int], listeners: list[Any]
-    ) -> None:
-        self._save = save
-        self._step = step
-        self.listeners = listeners
-        self.saved: int | None = None  # the step of the last save
-
-    def begin(self) -> bool:
-        """With listeners, TF1 saved (and told them) at the starting step. True: stop."""
-        if not self.listeners:
-            return False
-        for listener in self.listeners:
-            listener.begin()
-        return self.save()
-
-    def save(self) -> bool:
-        """Save now; True when a listener asks to stop."""
-        step = self._step()
-        for listener in self.listeners:
-            listener.before_save(None, step)
-        self._save()
-        self.saved = step
-        stop = False
-        for listener in self.listeners:
-            stop = bool(listener.after_save(None, step)) or stop
-        return stop
-
-    def end(self) -> None:
-        if not self.listeners:
-            self._save()
-            return
-        step = self._step()
-        if self.saved != step:
-            self.save()
-        for listener in self.listeners:
-            listener.end(None, step)
-
-
-def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> Any:
-    """`tf.estimator.train_and_evaluate`, run locally as TF1 runs it: train to `max_steps`,
-    evaluating (and running the exporters) after a checkpoint when `throttle_secs` have
-    passed since the last evaluation, and after the last checkpoint if it was not
-    evaluated. Returns (metrics of the last evaluation, export results)."""
-    if eval_spec.hooks:
-        raise NotImplementedError("est2tpu tf2 facade: EvalSpec hooks are not supported")
-    listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
-    estimator.train(
-        train_spec.input_fn,
-        hooks=train_spec.hooks,
-        max_steps=train_spec.max_steps,
-        saving_listeners=[*(train_spec.saving_listeners or ()), listener],
-    )
-    return listener.metrics, listener.exports
-
-
-class _EvaluateAfterSave:
-    """TF 2.15's `_NewCheckpointListenerForEvaluate` with its `_Evaluator`: the first save
-    (of the untrained starting step) is skipped; a checkpoint already evaluated is not
-    evaluated again."""
-
-    def __init__(self, estimator: Estimator, eval_spec: EvalSpec, max_steps: int | None) -> None:
-        self.estimator = estimator
-        self.spec = eval_spec
-        self.max_steps = max_steps
-        self.metrics: Any = None
-        self.exports: list[Any] = []
-        self._first = True
-        self._last_step: int | None = None
-        self._last_time = 0.0
-        self._last_checkpoint: str | None = None
-
-    def begin(self) -> None:
-        self._first = True
-
-    def before_save(self, session: Any, step: int) -> None:
-        pass
-
-    def after_save(self, session: Any, step: int) -> bool:
-        if self._first:
-            self._first = False  # the model is not trained yet
-            return False
-        due = self._last_step is None or (
-            step != self._last_step
-            and time.monotonic() - self._last_time >= (self.spec.throttle_secs or 0)
-        )
-        if due:
-            self._evaluate(step)
-        return False
-
-    def end(self, session: Any, step: int) -> None:
-        if step != self._last_step:
-            self._evaluate(step)
-
-    def _evaluate(self, step: int) -> None:
-        self._last_step, self._last_time = step, time.monotonic()
-        checkpoint = self.estimator.latest_checkpoint()
-        if checkpoint is None or checkpoint == self._last_checkpoint:
-            return
-        self._last_checkpoint = checkpoint
-        self.metrics = self.estimator.evaluate(
-            self.spec.input_fn, steps=self.spec.steps, name=self.spec.name
-        )
-        final = bool(self.max_steps) and self.metrics["global_step"] >= self.max_steps
-        self.exports = []
-        for exporter in self.spec.exporters or ():
-            path = os.path.join(self.estimator.model_dir, "export", exporter.name)
-            self.exports.append(
-                exporter.export(self.estimator, path, checkpoint, self.metrics, final)
-            )
-
-
-class LatestExporter:
-    """`tf.estimator.LatestExporter` (exports_to_keep is honoured)."""
-
-    def __init__(
-        self,
-        name: str,
-        serving_input_receiver_fn: Callable[[], Any],
-        assets_extra: Any = None,
-        as_text: bool = False,
-        exports_to_keep: int = 5,
-    ) -> None:
-        self.name = name
-        self._fn = serving_input_receiver_fn
-        self._keep = exports_to_keep
-
-    def export(
-        self,
-        estimator: Estimator,
-        export_path: str,
-        checkpoint_path: Any,
-        eval_result: Any,
-        is_the_final_export: bool,
-    ) -> bytes | None:
-        out = estimator.export_saved_model(export_path, self._fn)
-        if self._keep:
-            versions = sorted(d for d in os.listdir(export_path) if d.isdigit())
-            import shutil
-
-            for old in versions[: -self._keep]:
-                shutil.rmtree(os.path.join(export_path, old), ignore_errors=True)
-        return out
-
-
-class FinalExporter(LatestExporter):
-    """`tf.estimator.FinalExporter`: exports only the final model."""
-
-    def __init__(
-        self,
-        name: str,
-        serving_input_receiver_fn: Callable[[], Any],
-        assets_extra: Any = None,
-        as_text: bool = False,
-    ) -> None:
-        super().__init__(name, serving_input_receiver_fn, exports_to_keep=0)
-
-    def export(
-        self,
-        estimator: Estimator,
-        export_path: str,
-        checkpoint_path: Any,
-        eval_result: Any,
-        is_the_final_export: bool,
-    ) -> bytes | None:
-        if not is_the_final_export:
-            return None
-        return super().export(
-            estimator, export_path, checkpoint_path, eval_result, is_the_final_export
+        return export_saved_model(
+            self,
+            export_dir_base,
+            serving_input_receiver_fn,
+            assets_extra=assets_extra,
+            as_text=as_text,
+            checkpoint_path=checkpoint_path,
+            experimental_mode=experimental_mode,
         )

@@ -32,12 +32,10 @@ from typing import Any
 from est2tpu.runtime.tf2 import _strategy
 from est2tpu.runtime.tf2._core import ModeKeys
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
-from est2tpu.runtime.tf2._estimator import (
-    CheckpointSaves,
-    RunConfig,
-    _serving_receiver,
-)
 from est2tpu.runtime.tf2._keras import keras
+from est2tpu.runtime.tf2.exporter import _serving_receiver
+from est2tpu.runtime.tf2.run_config import RunConfig
+from est2tpu.runtime.tf2.training import CheckpointSaves
 
 
 def _clone_compile_arg(value: Any) -> Any:
@@ -120,8 +118,10 @@ class KerasEstimator:
                 loss_weights=args["loss_weights"],
                 weighted_metrics=_clone_compile_arg(args["weighted_metrics"]),
                 steps_per_execution=_execution_steps(self._config),
-                jit_compile=self._config.jit_compile,
+                jit_compile=self._config.jit_compile and self._strategy.num_replicas_in_sync == 1,
             )
+            if self._config.jit_compile and self._strategy.num_replicas_in_sync > 1:
+                _compile_replica_step(model)
             # Create the optimizer's slots now, so a checkpoint restores them too (a
             # tf.keras.optimizers.legacy optimizer creates them with _create_all_weights).
             if hasattr(self._optimizer, "build"):
@@ -408,3 +408,32 @@ def model_to_estimator(
     return KerasEstimator(
         keras_model, model_dir, config, custom_objects, metric_names_map, export_outputs
     )
+
+
+def _compile_replica_step(model: Any) -> None:
+    """Keras' `train_step` under XLA over several local replicas: the forward and backward
+    pass compiled, on the replica's device; the optimizer's cross-replica sum and the
+    metrics outside the compiled program (see `_xla`: a collective cannot run inside it)."""
+    import tensorflow as tf
+
+    from est2tpu.runtime.tf2._strategy import on_replica_device
+
+    def forward_backward(x: Any, y: Any, sample_weight: Any) -> Any:
+        with tf.GradientTape() as tape:
+            y_pred = model(x, training=True)
+            loss = model.compute_loss(x, y, y_pred, sample_weight)
+        grads = tape.gradient(loss, model.trainable_variables)
+        connected[:] = [i for i, g in enumerate(grads) if g is not None]
+        return y_pred, [g for g in grads if g is not None]
+
+    connected: list[int] = []  # which variables have a gradient, known once traced
+    program = on_replica_device(tf.function(forward_backward, jit_compile=True, autograph=False))
+
+    def train_step(data: Any) -> Any:
+        x, y, sample_weight = keras().utils.unpack_x_y_sample_weight(data)
+        y_pred, grads = program(x, y, sample_weight)
+        variables = model.trainable_variables
+        model.optimizer.apply_gradients(zip(grads, [variables[i] for i in connected]))
+        return model.compute_metrics(x, y, y_pred, sample_weight)
+
+    model.train_step = train_step

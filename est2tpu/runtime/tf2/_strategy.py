@@ -87,3 +87,28 @@ def strategy() -> Any:
     if _STRATEGY is None:
         _STRATEGY = resolve_strategy()
     return _STRATEGY
+
+
+def on_replica_device(fn: Any) -> Any:
+    """`fn` called under its replica's device scope, for an XLA-compiled `fn` run by
+    `strategy.run` over several local devices.
+
+    The call op of a `jit_compile=True` function is not placed by the replica's device
+    scope the strategy entered: it lands on the first device, whose XLA executable then
+    reads the other replicas' variables ("Trying to access resource ... located in device
+    CPU:1 from device CPU:0"). Entering the replica's device again, at the call, places
+    each replica's executable beside its variables. One device (the default strategy,
+    TPUStrategy, whose replicas are one XLA program) needs nothing.
+    """
+    import tensorflow as tf
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        ctx = tf.distribute.get_replica_context()
+        devices = getattr(tf.distribute.get_strategy().extended, "worker_devices", ())
+        replica = None if ctx is None else tf.get_static_value(ctx.replica_id_in_sync_group)
+        if replica is None or len(devices) <= 1 or int(replica) >= len(devices):
+            return fn(*args, **kwargs)
+        with tf.device(devices[int(replica)]):
+            return fn(*args, **kwargs)
+
+    return call

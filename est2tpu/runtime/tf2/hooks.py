@@ -444,3 +444,28 @@ def stop_if_no_decrease_hook(
         run_every_secs,
         run_every_steps,
     )
+
+
+class StepCounter:
+    """TF1's `StepCounterHook`: `global_step/sec` every `every` steps.
+
+    The clock starts at the first update (after the first execution, so tracing is not
+    counted); each later update at least `every` steps on gives the rate since the last one.
+    """
+
+    def __init__(self, every: int | None) -> None:
+        self._every = every
+        self._last: tuple[float, int] | None = None
+
+    def update(self, step: int) -> float | None:
+        if not self._every:
+            return None
+        now = time.perf_counter()
+        if self._last is None:
+            self._last = (now, step)
+            return None
+        last_time, last_step = self._last
+        if step - last_step < self._every or now <= last_time:
+            return None
+        self._last = (now, step)
+        return (step - last_step) / (now - last_time)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from est2tpu.runtime.tf2._core import current, stored
+from est2tpu.runtime.tf2._core import collect, current, facade_owned, stored
 from est2tpu.runtime.tf2._keras import keras
 
 # The construction site of a class-form layer being called (see `_ClassForm`): its layer is
@@ -17,11 +17,29 @@ _site: list[Any] = []
 def _layer(kind: str, name: str | None, make: Callable[[str], Any], depth: int = 2) -> Any:
     """The layer of this call site (`depth` frames up is the user's code)."""
     inv = current(f"tf2.layers.{kind}")
-    key: Any = ("name", name) if name else _site.pop() if _site else inv.site_key(depth)
+    # A named layer is TF1's variable `<variable scope>/<name>`: the same name in another
+    # `tf.compat.v1.variable_scope` is another layer, in the same one (reuse) this one.
+    key: Any = ("name", _scoped(name)) if name else _site.pop() if _site else inv.site_key(depth)
     state = inv.state
     layer = stored("layer", lambda: make(name or state.unique_name(kind)), key, state.layers)
     inv.used_layers.append(layer)
     return layer
+
+
+def _scoped(name: str) -> str:
+    import tensorflow as tf
+
+    scope: str = tf.compat.v1.get_variable_scope().name
+    return f"{scope}/{name}" if scope else name
+
+
+def _run(layer: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a facade layer; its weights join the model_fn graph's variable collections, as
+    a TF1 layer's did (`tf.compat.v1.trainable_variables()` in the model_fn lists them)."""
+    with facade_owned():
+        out = layer(*args, **kwargs)
+    collect(current("a layer"), layer.weights)
+    return out
 
 
 def _training(training: Any) -> Any:
@@ -64,7 +82,7 @@ def dense(
             name=n,
         ),
     )
-    return layer(inputs)
+    return _run(layer, inputs)
 
 
 def batch_normalization(
@@ -126,7 +144,7 @@ def batch_normalization(
             name=n,
         ),
     )
-    return layer(inputs, training=_training(training))
+    return _run(layer, inputs, training=_training(training))
 
 
 def dropout(
@@ -143,7 +161,7 @@ def dropout(
         name,
         lambda n: keras().layers.Dropout(rate, noise_shape=noise_shape, seed=seed, name=n),
     )
-    return layer(inputs, training=_training(training))
+    return _run(layer, inputs, training=_training(training))
 
 
 def _conv(kind: str, cls_name: str, inputs: Any, filters: int, kernel_size: Any, **kw: Any) -> Any:
@@ -157,7 +175,7 @@ def _conv(kind: str, cls_name: str, inputs: Any, filters: int, kernel_size: Any,
         lambda n: getattr(keras().layers, cls_name)(filters, kernel_size, name=n, **kw),
         depth=3,
     )
-    return layer(inputs)
+    return _run(layer, inputs)
 
 
 def conv2d(
@@ -270,7 +288,7 @@ def _pool(
         ),
         depth=3,
     )
-    return layer(inputs)
+    return _run(layer, inputs)
 
 
 def max_pooling2d(
@@ -327,7 +345,7 @@ def flatten(inputs: Any, name: str | None = None, data_format: str = "channels_l
     layer = _layer(
         "flatten", name, lambda n: keras().layers.Flatten(data_format=data_format, name=n)
     )
-    return layer(inputs)
+    return _run(layer, inputs)
 
 
 class _ClassForm:

@@ -37,10 +37,19 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from est2tpu.runtime.tf2._core import LossRecord, ModeKeys, TrainOpRecord, current, stored
-from est2tpu.runtime.tf2._estimator import Estimator, EstimatorSpec, RunConfig
+from est2tpu.runtime.tf2._core import (
+    LossRecord,
+    ModeKeys,
+    TrainOpRecord,
+    current,
+    facade_owned,
+    stored,
+)
+from est2tpu.runtime.tf2._estimator import Estimator
 from est2tpu.runtime.tf2._keras import keras
 from est2tpu.runtime.tf2.metrics import MetricOp
+from est2tpu.runtime.tf2.model_fn import EstimatorSpec
+from est2tpu.runtime.tf2.run_config import RunConfig
 
 SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
 SUM = "sum"
@@ -473,7 +482,12 @@ def _layer(name: str, make: Callable[[], Any]) -> Any:
     inv = current("a premade estimator's layer")
     layer = stored("layer", make, ("premade", name), inv.state.layers)
     inv.used_layers.append(layer)
-    return layer
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with facade_owned():  # its weights are the layer's, kept with it
+            return layer(*args, **kwargs)
+
+    return call
 
 
 def _check_features(features: Any) -> None:

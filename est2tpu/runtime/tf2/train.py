@@ -23,9 +23,20 @@ class _Optimizer:
     def __init__(self, class_name: str, checkpoint_name: str, args: Any, kwargs: Any) -> None:
         import tensorflow as tf
 
+        self.adopted = False  # built by the facade (see `adopting`)
         self.class_name = class_name
         self.checkpoint_name = checkpoint_name
         self.inner = getattr(tf.compat.v1.train, class_name)(*args, **kwargs)
+
+    @classmethod
+    def adopting(cls, inner: Any, checkpoint_name: str) -> _Optimizer:
+        """A TF1 optimizer built outside the model_fn (`params["optimizer"]`), kept as is."""
+        self = cls.__new__(cls)
+        self.adopted = True
+        self.class_name = type(inner).__name__
+        self.checkpoint_name = checkpoint_name
+        self.inner = inner
+        return self
 
     def refresh(self, args: Any, kwargs: Any) -> None:
         """Take this call's hyperparameters (they may be tensors of the current trace)."""
@@ -146,6 +157,117 @@ MomentumOptimizer = _factory("MomentumOptimizer")
 RMSPropOptimizer = _factory("RMSPropOptimizer")
 ProximalAdagradOptimizer = _factory("ProximalAdagradOptimizer")
 ProximalGradientDescentOptimizer = _factory("ProximalGradientDescentOptimizer")
+
+
+def adopted(optimizer: Any, key: str) -> _Optimizer:
+    """The facade's optimizer for a TF1 optimizer the model_fn gets in `params[key]`
+    (built outside the model_fn): its `minimize`, `compute_gradients` and
+    `apply_gradients` are the facade's, its update and slots the optimizer's own."""
+    inv = current("a TF1 optimizer in params")
+    store = inv.state.optimizers
+    opt: _Optimizer = stored(
+        "optimizer",
+        lambda: _Optimizer.adopting(optimizer, f"params_{key}"),
+        ("params", key, id(optimizer)),
+        store,
+    )
+    return opt
+
+
+def _routed(optimizer: Any) -> _Optimizer:
+    """The facade's optimizer for a TF1 optimizer the facade did not build, met in a model_fn
+    (built there by a class TF2002 does not map, a library's subclass, or passed in): the
+    n-th such optimizer of the call, kept across calls; an optimizer built again on each
+    call gives the kept one its hyperparameters, as `refresh` does."""
+    inv = current("a TF1 optimizer")
+    if not any(o is optimizer for o in inv.raw_optimizers):
+        inv.raw_optimizers.append(optimizer)
+    n = next(i for i, o in enumerate(inv.raw_optimizers) if o is optimizer)
+    store = inv.state.optimizers
+    name = type(optimizer).__name__
+    opt: _Optimizer = stored(
+        "optimizer",
+        lambda: _Optimizer.adopting(optimizer, f"{name}_tf1_{n}"),
+        ("tf1", n, name),
+        store,
+    )
+    if opt.inner is not optimizer:
+        for key, value in vars(optimizer).items():
+            if key not in _KEEP and not key.startswith("_self_"):
+                setattr(opt.inner, key, value)
+    return opt
+
+
+def _facade_inner(optimizer: Any, inv: Any) -> bool:
+    """Is `optimizer` the TF1 optimizer inside one the facade built (whose own methods the
+    facade calls)?"""
+    return any(
+        o.inner is optimizer and not getattr(o, "adopted", False)
+        for o in inv.state.optimizers.values()
+    )
+
+
+_ROUTED: list[bool] = []
+
+
+def route_tf1_optimizers() -> None:
+    """While a model_fn runs under the facade, `compute_gradients` and `apply_gradients` of
+    any `tf.compat.v1.train.Optimizer` the facade did not build are the facade's: its
+    gradients of the replica's share of the loss, over the model's variables, and the
+    update applied once per step after the model_fn returns. TF1's `minimize` calls both,
+    so it (and a subclass's own `compute_gradients`, calling TF1's) goes the same way.
+    Outside a model_fn the optimizer is TF1's, untouched."""
+    if _ROUTED:
+        return
+    import tensorflow as tf
+
+    from est2tpu.runtime.tf2 import _core
+
+    base = tf.compat.v1.train.Optimizer
+    tf1_compute, tf1_apply = base.compute_gradients, base.apply_gradients
+
+    def active(optimizer: Any) -> Any:
+        inv = getattr(_core._LOCAL, "invocation", None)
+        return inv is not None and not _facade_inner(optimizer, inv)
+
+    def compute_gradients(
+        self: Any,
+        loss: Any,
+        var_list: Any = None,
+        gate_gradients: int = 1,
+        aggregation_method: Any = None,
+        colocate_gradients_with_ops: bool = False,
+        grad_loss: Any = None,
+    ) -> Any:
+        if not active(self):
+            return tf1_compute(
+                self,
+                loss,
+                var_list=var_list,
+                gate_gradients=gate_gradients,
+                aggregation_method=aggregation_method,
+                colocate_gradients_with_ops=colocate_gradients_with_ops,
+                grad_loss=grad_loss,
+            )
+        return _routed(self).compute_gradients(
+            loss,
+            var_list,
+            gate_gradients,
+            aggregation_method,
+            colocate_gradients_with_ops,
+            grad_loss,
+        )
+
+    def apply_gradients(
+        self: Any, grads_and_vars: Any, global_step: Any = None, name: Any = None
+    ) -> Any:
+        if not active(self):
+            return tf1_apply(self, grads_and_vars, global_step=global_step, name=name)
+        return _routed(self).apply_gradients(grads_and_vars, global_step, name)
+
+    base.compute_gradients = compute_gradients
+    base.apply_gradients = apply_gradients
+    _ROUTED.append(True)
 
 
 def get_global_step(graph: Any = None) -> Any:

@@ -1,0 +1,48 @@
+"""`tf.estimator.EstimatorSpec` for the tf2 facade (TensorFlow's estimator/model_fn.py)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class EstimatorSpec(NamedTuple):
+    """`tf.estimator.EstimatorSpec`; hooks and scaffolds have no facade equivalent."""
+
+    mode: str
+    predictions: Any = None
+    loss: Any = None
+    train_op: Any = None
+    eval_metric_ops: Any = None
+    export_outputs: Any = None
+    training_chief_hooks: Any = None
+    training_hooks: Any = None
+    scaffold: Any = None
+    evaluation_hooks: Any = None
+    prediction_hooks: Any = None
+
+
+def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
+    if not isinstance(spec, EstimatorSpec):
+        raise TypeError(
+            "est2tpu tf2 facade: the model_fn must return est2tpu.runtime.tf2.EstimatorSpec, "
+            f"got {type(spec).__name__}"
+        )
+    from est2tpu.runtime.tf2.hooks import FacadeHook
+
+    hooks = list(spec.training_hooks or ())
+    if not all(isinstance(hook, FacadeHook) for hook in hooks):
+        raise NotImplementedError(
+            "est2tpu tf2 facade: EstimatorSpec(training_hooks=...) takes the hooks of "
+            "est2tpu.runtime.tf2.hooks only (a SessionRunHook needs a session)"
+        )
+    for hook_field in (
+        "training_chief_hooks",
+        "scaffold",
+        "evaluation_hooks",
+        "prediction_hooks",
+    ):
+        if getattr(spec, hook_field):
+            raise NotImplementedError(
+                f"est2tpu tf2 facade: EstimatorSpec({hook_field}=...) is not supported"
+            )
+    return spec
