@@ -369,6 +369,9 @@ class Indexer:
         self.ctor_sites: dict[CallKey, list[UseSite]] = {}  # Estimators -> their uses
         # converted Estimators -> the modes they train, evaluate and predict in
         self.ctor_modes: dict[CallKey, set[Mode]] = {}
+        # Estimators bound to an attribute (`self.estimator = Estimator(...)`), whose calls
+        # the index does not follow
+        self.attribute_ctors: set[CallKey] = set()
         # Estimators -> the code of the params they are given
         self.ctor_params: dict[CallKey, str] = {}
 
@@ -533,14 +536,16 @@ class Indexer:
             self._restart()
 
     def unsized_training(self) -> dict[CallKey, str]:
-        """Estimators planned to convert that train, with no train batch size found for
-        their TPUEstimator: its examples/sec hook multiplies that size, so it crashes on CPU
-        too. They stay as they are; the problems their input functions met say why."""
+        """Estimators planned to convert that train, or held by an attribute whose calls the
+        index does not see (`self.estimator = Estimator(...)`), with no train batch size found for their TPUEstimator: its examples/sec hook
+        multiplies that size, so it crashes on CPU too. They stay as they are; the problems
+        their input functions met say why."""
         found: dict[CallKey, str] = {}
         for key, plan in self.index.ctors.items():
             if not plan.convert or key in self.forced:
                 continue
-            if Mode.TRAIN not in self.ctor_modes.get(key, ()):
+            modes = self.ctor_modes.get(key)
+            if Mode.TRAIN not in (modes or ()) and (modes or key not in self.attribute_ctors):
                 continue
             if plan.batch_sizes.get(Mode.TRAIN) or Mode.TRAIN in plan.unsized_modes:
                 continue
@@ -548,11 +553,20 @@ class Indexer:
                 continue
             problems = [p for site in self.ctor_sites.get(key, ()) for p in site.problems]
             why = f" ({problems[0]})" if problems else ""
-            found[key] = (
-                "Estimator left as it is: a TPUEstimator without train_batch_size fails when "
-                f"it trains, on CPU too, and est2tpu finds no batch size for its training "
-                f"input that the constructor can read{why}; convert it by hand"
-            )
+            if modes:
+                found[key] = (
+                    "Estimator left as it is: a TPUEstimator without train_batch_size fails "
+                    "when it trains, on CPU too, and est2tpu finds no batch size for its "
+                    f"training input that the constructor can read{why}; convert it by hand"
+                )
+            else:
+                found[key] = (
+                    "Estimator left as it is: a TPUEstimator without train_batch_size fails "
+                    "when it trains, on CPU too, and est2tpu sees none of its train, evaluate "
+                    "or predict calls (they reach it through the attribute that holds it), so "
+                    "it finds no batch size for the constructor; convert it by hand, with "
+                    "train_batch_size"
+                )
         return found
 
     def unselected_conversions(self) -> dict[CallKey, str]:
@@ -1442,6 +1456,8 @@ class _UseCollector(_Scoped):
             return
         if name in ESTIMATOR_CTORS:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            if "." in self.assign_targets.get(id(node), ""):
+                self.ix.attribute_ctors.add(self.node_keys[id(node)])
             plan.tpu = name in TPU_ESTIMATOR_CTORS
             arg = call_arg(node, "model_fn", 0)
             fn_key = None
