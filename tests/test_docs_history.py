@@ -106,23 +106,7 @@ def test_documents_name_no_history(path: Path) -> None:
     assert not found, _report(found)
 
 
-#: Folders whose code comments and docstrings still name history; their files are being
-#: edited on other branches, and their comments are swept once those are merged.
-UNSWEPT = {"est2tpu", "tests"}
-
-
-@pytest.mark.parametrize(
-    "folder",
-    [
-        pytest.param(
-            folder,
-            marks=pytest.mark.xfail(strict=True, reason="code comments swept at merge")
-            if folder in UNSWEPT
-            else (),
-        )
-        for folder in CODE_DIRS
-    ],
-)
+@pytest.mark.parametrize("folder", CODE_DIRS)
 def test_code_comments_and_docstrings_name_no_history(folder: str) -> None:
     found = []
     for path in _python_files(folder):

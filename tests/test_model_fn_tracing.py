@@ -1,4 +1,4 @@
-"""Whole-project tracing of model_fns (issue 19.4) where the module a name means depends on
+"""Whole-project tracing of model_fns where the module a name means depends on
 where the importing file is: several trainers in one repository, each with its own
 `trainer/model.py`, and a package migrated from below its root."""
 

@@ -1,4 +1,4 @@
-"""Issue 19.5: a TrainSpec/EvalSpec a project function of another module builds and returns
+"""A TrainSpec/EvalSpec a project function of another module builds and returns
 (`train_spec = inputs.get_train_spec(args.train_files, args.batch_size)`) is followed to its
 input function, whose batch size reaches the TPUEstimator built in a third module."""
 

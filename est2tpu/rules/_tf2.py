@@ -184,7 +184,7 @@ MAPPINGS: tuple[Mapping, ...] = (
         "average_pooling2d flatten",
         plain_is_tf1=True,
     ),
-    # The class forms (issue 18.5): the facade's classes take the same arguments.
+    # The class forms: the facade's classes take the same arguments.
     *_same(
         "layers",
         "Dense BatchNormalization Dropout Conv1D Conv2D MaxPooling1D MaxPooling2D "

@@ -155,7 +155,7 @@ class InputFnBatchSize(Rule):
         assert isinstance(result, cst.FunctionDef)
         return result
 
-    # Issue 19 (helpers): input functions that batch in a project helper they return.
+    # Helpers: input functions that batch in a project helper they return.
     def _helper_call(
         self, original_node: cst.FunctionDef, fn: cst.FunctionDef, plan: InputFnPlan
     ) -> cst.FunctionDef:
@@ -500,7 +500,7 @@ class InputFnBatchSize(Rule):
         self.record(lam, "input_fn lambda returns its dataset, not iterator tensors")
         return lam.with_changes(body=dataset)
 
-    # Issue 19 (the project index's engineer): direct calls, kept apart from the rest.
+    # Direct calls, kept apart from the rest.
     def _direct_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         """A call the project makes itself of an input function that gains `params` passes
         the batch size the TPUEstimator would (the same value on CPU). The same text as a
@@ -733,7 +733,7 @@ def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
     return found
 
 
-# Issue 19 (iterators): the statements after `get_next()` that only restructure its value.
+# Iterators: the statements after `get_next()` that only restructure its value.
 @dataclasses.dataclass(frozen=True)
 class _Tail:
     start: int  # index of the first statement replaced (the iterator's, or get_next()'s)

@@ -42,13 +42,13 @@ MORE_PROJECTS = (
     "eval_metrics_branches",
     "optimizer_branches",
     "class_form_layers",
-    # Metrics built before the dict and summaries in the model_fn (issue 18.1a + 18.2): the
+    # Metrics built before the dict and summaries in the model_fn: the
     # facade writes the summaries; no finding since TF2003 stopped refusing them.
     "metrics_and_summaries",
     # Its metrics dict made by a project helper, a dict of metrics logged in a loop (issue
     # 18.1b + 18.2).
     "metrics_dict_summaries",
-    # The metric built again in each mode's branch (issue 18.1).
+    # The metric built again in each mode's branch.
     "metric_in_each_mode_branch",
 )
 # Not here: metrics_and_summaries and model_fn_in_a_class log TF1 summaries in their model_fn,

@@ -372,7 +372,7 @@ _STEP_PROBE = textwrap.dedent(
 def test_a_replicated_step_runs_one_all_reduce(
     tfcur: str, harness: ModuleType, tmp_path: Path
 ) -> None:
-    """Issue 21: the gradients and the loss denominators go in one packed all-reduce (one
+    """The gradients and the loss denominators go in one packed all-reduce (one
     collective per replica per step, no barrier between the forward and backward pass), the
     loss is averaged once per execution, and an infinite input needs no end test per step."""
     report = harness.run_tf_json(
