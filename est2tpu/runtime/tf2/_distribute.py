@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from est2tpu.runtime.tf2._core import Invocation
+from est2tpu.runtime.tf2._core import Invocation, facade_owned
 
 
 def apply_summed(strategy: Any, optimizer: Any, grads_and_vars: Any, denominator: Any) -> Any:
@@ -20,7 +20,8 @@ def apply_summed(strategy: Any, optimizer: Any, grads_and_vars: Any, denominator
         tf.distribute.ReduceOp.SUM, [(denominator, pairs[0][1]), *pairs]
     )
     summed = [(g, v) for g, (_, v) in zip(reduced[1:], pairs)]
-    return optimizer._distributed_apply(_Summed(strategy, reduced[0]), summed)
+    with facade_owned():  # the optimizer's slots are its own (merge_call runs elsewhere)
+        return optimizer._distributed_apply(_Summed(strategy, reduced[0]), summed)
 
 
 def _divided(grad: Any, total: Any) -> Any:

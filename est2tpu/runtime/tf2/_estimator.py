@@ -11,7 +11,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from est2tpu.runtime.tf2 import _distribute, _strategy, _xla
-from est2tpu.runtime.tf2._core import ModeKeys, State, current, invoke, tf_function
+from est2tpu.runtime.tf2._core import (
+    ModeKeys,
+    State,
+    current,
+    facade_owned,
+    invoke,
+    tf_function,
+)
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._distribute import batch_size
 from est2tpu.runtime.tf2.extenders import _with_metrics
@@ -316,12 +323,16 @@ class Estimator:
                 pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
-            if denominator is None:
-                record.optimizer.inner.apply_gradients(pairs)
-            else:
-                ctx.merge_call(
-                    _distribute.apply_summed, args=(record.optimizer.inner, pairs, denominator)
-                )
+            # The optimizer is the facade's: its slot variables are its own, not the
+            # model_fn's (the variable store leaves them to it).
+            with facade_owned():
+                if denominator is None:
+                    record.optimizer.inner.apply_gradients(pairs)
+                else:
+                    ctx.merge_call(
+                        _distribute.apply_summed,
+                        args=(record.optimizer.inner, pairs, denominator),
+                    )
         del tape
         if fetch is None:
             return tf.cast(spec.loss, tf.float32)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, invoke
+from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, facade_owned, invoke
 from est2tpu.runtime.tf2._distribute import _divided, batch_size
 from est2tpu.runtime.tf2._strategy import on_replica_device
 
@@ -154,7 +154,8 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
             pairs = [(g, v) for g, v in zip(summed, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
-            record.optimizer.inner.apply_gradients(pairs)
+            with facade_owned():  # the optimizer's slots are its own
+                record.optimizer.inner.apply_gradients(pairs)
         return loss
 
     return step

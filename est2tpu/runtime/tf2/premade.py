@@ -469,9 +469,10 @@ class _Head:
             "optimizer", lambda: _Optimizer(make_optimizer()), ("premade",), inv.state.optimizers
         )
         if inv.building:
-            with tf.init_scope():
-                # Iterations, hyperparameters and slots, created here under the strategy's
-                # scope rather than lazily inside a replica.
+            # Iterations, hyperparameters and slots, created here under the strategy's
+            # scope rather than lazily inside a replica; they are the optimizer's own, not
+            # variables of the model_fn's (the variable store leaves them to it).
+            with tf.init_scope(), facade_owned():
                 optimizer.inner._create_all_weights(inv.state.trainable_variables())
         inv.train_ops.append(TrainOpRecord(optimizer, loss, None))
         return EstimatorSpec(mode=mode, predictions=predictions, loss=loss, train_op=tf.no_op())
