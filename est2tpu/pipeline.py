@@ -91,8 +91,13 @@ def migrate_notebook(
         name = Path(path).stem if path != "-" else "__main__"
         module, _ = parse_split(nb.program, None)
         cand = Candidate(result, module, [name], nb)
-        index = _build_index([cand], use_runtime, target)
         ignores = list(ignore)
+        index = _build_index(
+            [cand],
+            use_runtime,
+            target,
+            switched_off=lambda _path, rule: not is_selected(rule, None, ignores),
+        )
         _run(result, module, index, target, select, ignores, use_runtime, cand.source)
         _back_to_notebook(result, nb, select, ignores)
 
@@ -509,8 +514,10 @@ def _build_index(
     use_runtime: bool,
     target: Target,
     skipped: Sequence[Path] = (),
+    switched_off: Callable[[str, str], bool] | None = None,
 ) -> ProjectIndex:
     """The project index; a file the indexer cannot read adds no roles (and shifts nothing).
+    `switched_off(path, rule)`: the rules --ignore and per-file ignores switch off there.
 
     If building the index itself fails, MigrationError: every file then fails with that
     reason, untouched, rather than migrating with roles missing.
@@ -528,6 +535,7 @@ def _build_index(
         use_runtime=use_runtime,
         follow_helpers=target is Target.TF2,
         unread=skipped,
+        switched_off=switched_off,
     )
     try:
         for src, cand in pairs:

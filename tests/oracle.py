@@ -10,6 +10,7 @@ from pathlib import Path
 
 from est2tpu import pipeline, suppressions
 from est2tpu.checks import parse
+from est2tpu.engine import is_selected
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.index import ProjectIndex
 from est2tpu.runner import Candidate, fail, guarded, root_for
@@ -68,6 +69,12 @@ def migrate_all_parsed(
 
     candidates: list[Candidate] = []
     skipped: list[Path] = []
+
+    def switched_off(path: str, rule: str) -> bool:
+        # as the pipeline: --ignore and per-file ignores switch rules off, --select does not
+        extra = list(per_file_ignores(Path(path))) if per_file_ignores else []
+        return not is_selected(rule, None, [*ignore, *extra])
+
     for found in discover(paths, exclude=exclude):
         if isinstance(found, tuple):
             yield FileResult(found[0], Status.FAILED, error=found[1])
@@ -83,7 +90,9 @@ def migrate_all_parsed(
             yield result
 
     try:
-        index = pipeline._build_index(candidates, use_runtime, target, skipped)
+        index = pipeline._build_index(
+            candidates, use_runtime, target, skipped, switched_off=switched_off
+        )
     except MigrationError as exc:
         for cand in candidates:
             yield fail(cand.result, str(exc))
