@@ -10,15 +10,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from est2tpu.runtime.tf2 import _distribute, _strategy, _xla
-from est2tpu.runtime.tf2._core import (
-    ModeKeys,
-    State,
-    current,
-    facade_owned,
-    invoke,
-    tf_function,
-)
+from est2tpu.runtime.tf2 import _core, _distribute, _strategy, _xla
+from est2tpu.runtime.tf2._core import ModeKeys, State, current, invoke, tf_function
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._distribute import batch_size
 from est2tpu.runtime.tf2.extenders import _with_metrics
@@ -325,7 +318,7 @@ class Estimator:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             # The optimizer is the facade's: its slot variables are its own, not the
             # model_fn's (the variable store leaves them to it).
-            with facade_owned():
+            with _core.facade_owned():
                 if denominator is None:
                     record.optimizer.inner.apply_gradients(pairs)
                 else:
