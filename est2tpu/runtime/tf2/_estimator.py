@@ -14,10 +14,9 @@ from est2tpu.runtime.tf2 import _core, _distribute, _strategy, _xla
 from est2tpu.runtime.tf2._core import ModeKeys, State, current, invoke, tf_function
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._distribute import batch_size
-from est2tpu.runtime.tf2.extenders import _with_metrics
 from est2tpu.runtime.tf2.hooks import StepCounter
 from est2tpu.runtime.tf2.metrics import Metric
-from est2tpu.runtime.tf2.model_fn import EstimatorSpec, _check_spec
+from est2tpu.runtime.tf2.model_fn import EstimatorSpec, _check_spec, _with_metrics
 from est2tpu.runtime.tf2.run_config import RunConfig
 from est2tpu.runtime.tf2.training import CheckpointSaves
 

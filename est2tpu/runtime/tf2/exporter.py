@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from est2tpu.runtime.tf2._core import ModeKeys, invoke
 
-if TYPE_CHECKING:
-    from est2tpu.runtime.tf2._estimator import Estimator
+# The facade's Estimator (its module imports this one): annotated as Any.
+Estimator = Any
 
 
 def _serving_receiver(
@@ -64,7 +64,7 @@ class LatestExporter:
         eval_result: Any,
         is_the_final_export: bool,
     ) -> bytes | None:
-        out = estimator.export_saved_model(export_path, self._fn)
+        out: bytes = estimator.export_saved_model(export_path, self._fn)
         if self._keep:
             versions = sorted(d for d in os.listdir(export_path) if d.isdigit())
             import shutil

@@ -7,30 +7,11 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from est2tpu.runtime.tf2.model_fn import EstimatorSpec
-
 if TYPE_CHECKING:
     from est2tpu.runtime.tf2._estimator import Estimator
 
 
 _METRIC_FN_ARGS = frozenset({"features", "labels", "predictions", "config"})
-
-
-def _with_metrics(
-    spec: EstimatorSpec, metric_fn: Callable[..., Any], features: Any, labels: Any, config: Any
-) -> EstimatorSpec:
-    """The EVAL spec with `metric_fn`'s metrics added (they win a name clash), as TF1's
-    `add_metrics` model_fn: the metric_fn gets those of features, labels, predictions and
-    config it names."""
-    import tensorflow as tf
-
-    names = inspect.signature(metric_fn).parameters
-    given = {"features": features, "labels": labels, "predictions": spec.predictions}
-    kwargs = {k: v for k, v in {**given, "config": config}.items() if k in names}
-    metrics = dict(spec.eval_metric_ops or {})
-    # Not converted by AutoGraph, as the model_fn (its metrics are keyed by call site).
-    metrics.update(tf.autograph.experimental.do_not_convert(metric_fn)(**kwargs))
-    return spec._replace(eval_metric_ops=metrics)
 
 
 def add_metrics(estimator: Estimator, metric_fn: Callable[..., Any]) -> Estimator:

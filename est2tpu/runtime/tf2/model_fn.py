@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 
@@ -46,3 +48,20 @@ def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
                 f"est2tpu tf2 facade: EstimatorSpec({hook_field}=...) is not supported"
             )
     return spec
+
+
+def _with_metrics(
+    spec: EstimatorSpec, metric_fn: Callable[..., Any], features: Any, labels: Any, config: Any
+) -> EstimatorSpec:
+    """The EVAL spec with `metric_fn`'s metrics added (they win a name clash), as TF1's
+    `add_metrics` model_fn: the metric_fn gets those of features, labels, predictions and
+    config it names."""
+    import tensorflow as tf
+
+    names = inspect.signature(metric_fn).parameters
+    given = {"features": features, "labels": labels, "predictions": spec.predictions}
+    kwargs = {k: v for k, v in {**given, "config": config}.items() if k in names}
+    metrics = dict(spec.eval_metric_ops or {})
+    # Not converted by AutoGraph, as the model_fn (its metrics are keyed by call site).
+    metrics.update(tf.autograph.experimental.do_not_convert(metric_fn)(**kwargs))
+    return spec._replace(eval_metric_ops=metrics)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from est2tpu.runtime.tf2._estimator import Estimator
+# The facade's Estimator (its module imports this one): annotated as Any.
+Estimator = Any
 
 
 class TrainSpec(NamedTuple):
