@@ -110,10 +110,13 @@ class State:
     """What one facade Estimator keeps: layers, metrics, optimizers, the variables the
     model_fn creates itself, and the global step."""
 
-    def __init__(self, strategy: Any) -> None:
+    def __init__(self, strategy: Any, replica_programs: bool = False) -> None:
         import tensorflow as tf
 
         self.strategy = strategy
+        # Each replica computes in an XLA program of its own (see `_xla`): no collective
+        # runs inside the model_fn, as on a TPU core under TPUEstimator.
+        self.replica_programs = replica_programs
         # Variables the model_fn creates (a Keras layer or model built in it, a tf.layers
         # class, tf.compat.v1.get_variable, a feature-column model): (n-th creation in the
         # call, its name without TensorFlow's uniquifying suffixes) -> the variable made in

@@ -174,7 +174,14 @@ class Estimator:
             if self._config.tf_random_seed is not None:
                 tf.random.set_seed(self._config.tf_random_seed)
             route_tf1_optimizers()
-            self._state = State(self._strategy)
+            # XLA over local replicas runs one program per replica (see `_xla`); a
+            # TPUStrategy's replicas are one program, collectives included.
+            self._state = State(
+                self._strategy,
+                replica_programs=bool(self._config.jit_compile)
+                and self._strategy.num_replicas_in_sync > 1
+                and not isinstance(self._strategy, tf.distribute.TPUStrategy),
+            )
         return self._state
 
     def _build(self, mode: str, dataset: Any) -> None:

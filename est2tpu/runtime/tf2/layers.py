@@ -114,7 +114,9 @@ def batch_normalization(
     """`tf.compat.v1.layers.batch_normalization`.
 
     Batch statistics are taken over the *global* batch (synchronized across replicas), so
-    N replicas compute what one device computed on the whole batch; the moving averages
+    N replicas compute what one device computed on the whole batch, except where each
+    replica runs an XLA program of its own (XLA over several replicas): there, as on a TPU
+    core under TPUEstimator, a replica's statistics are its own batch's. The moving averages
     update when the layer runs with `training=True` (TF1's UPDATE_OPS, applied for you).
     """
     if renorm or virtual_batch_size is not None or adjustment is not None:
@@ -122,6 +124,7 @@ def batch_normalization(
             "est2tpu tf2 facade: batch_normalization with renorm, virtual_batch_size or "
             "adjustment is not supported"
         )
+    synchronized = not current("a layer").state.replica_programs
     layer = _layer(
         "batch_normalization",
         name,
@@ -140,7 +143,7 @@ def batch_normalization(
             beta_constraint=beta_constraint,
             gamma_constraint=gamma_constraint,
             trainable=trainable,
-            synchronized=True,
+            synchronized=synchronized,
             name=n,
         ),
     )

@@ -7,7 +7,8 @@ Each class takes TF 2.15's constructor arguments and builds the model_fn TF 2.15
 - DNN: `DenseFeatures(feature_columns)`, then per hidden layer a `Dense(units,
   activation_fn)` with a glorot-uniform kernel and a zero bias, `Dropout(dropout)` in
   training, `BatchNormalization(momentum=0.999)` (synchronized across replicas, so N replicas
-  see the statistics of the global batch one device saw), then a linear `Dense` logits layer.
+  see the statistics of the global batch one device saw; under XLA over local replicas,
+  each replica's own, see `layers.batch_normalization`), then a linear `Dense` logits layer.
   Default optimizer `'Adagrad'`: Keras' legacy Adagrad with *its* default learning rate
   (0.001); a name gets the class default (TF 2.15's `get_optimizer_instance_v2`).
 - Linear: `sum_c x_c @ W_c + b` with zero-initialized weights and bias, computed as
@@ -534,7 +535,10 @@ def _dnn_logits(
 
             def batch_norm_layer(i: int = i) -> Any:
                 return k.layers.BatchNormalization(
-                    momentum=0.999, trainable=True, synchronized=True, name=f"batchnorm_{i}"
+                    momentum=0.999,
+                    trainable=True,
+                    synchronized=not current("a layer").state.replica_programs,
+                    name=f"batchnorm_{i}",
                 )
 
             net = _layer(f"batchnorm_{i}", batch_norm_layer)(net, training=is_training)
