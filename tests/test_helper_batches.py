@@ -8,41 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from oracle import migrate_all_parsed
+from small_projects import HELPER_PIPELINE as PIPELINE
+from small_projects import HELPER_TASK as TASK
 
 from est2tpu import api
 from est2tpu.ftypes import FileResult, Status
-
-TASK = """\
-import tensorflow as tf
-
-import pipeline
-
-
-def model_fn(features, labels, mode, params):
-    loss = tf.reduce_mean(tf.compat.v1.layers.dense(features, 1))
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=tf.no_op())
-
-
-def train_input_fn():
-    return pipeline.next_rows(32)
-
-
-def main():
-    estimator = tf.estimator.Estimator(model_fn)
-    estimator.train(input_fn=train_input_fn, steps=10)
-"""
-
-PIPELINE = """\
-import tensorflow as tf
-
-
-def rows(batch_size):
-    return tf.data.Dataset.from_tensor_slices([[1.0], [2.0]]).repeat().batch(batch_size)
-
-
-def next_rows(batch_size):
-    return tf.compat.v1.data.make_one_shot_iterator(rows(batch_size)).get_next()
-"""
 
 # A notebook-like script that looks at a batch itself: it needs the tensors.
 EXPLORE = """\

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from small_projects import MODEL, TASK
 
 # pre-commit builds its own environment (pip install of this tree): not in `make check`.
 pytestmark = pytest.mark.slow
@@ -84,11 +85,14 @@ def snapshot_of_this_tree(dest: Path) -> str:
     return git(dest, "rev-parse", "HEAD")
 
 
-def run_pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def run_pre_commit(
+    repo: Path, home: Path, *, all_files: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """`pre-commit run` in `repo` over every file, or over the staged ones (a commit's)."""
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
     env.pop("VIRTUAL_ENV", None)
     return subprocess.run(
-        [pre_commit, "run", "--all-files", "--color", "never"],
+        [pre_commit, "run", *(["--all-files"] if all_files else []), "--color", "never"],
         cwd=repo,
         env=env,
         check=False,
@@ -147,35 +151,6 @@ def test_hook_manifest_is_valid() -> None:
     assert text.count("require_serial: true") == 2
 
 
-MODEL = """\
-import tensorflow as tf
-
-
-def input_fn():
-    ds = tf.data.Dataset.from_tensor_slices(({"x": [[1.0]] * 64}, [[0.0]] * 64))
-    return ds.repeat().batch(32)
-
-
-def model_fn(features, labels, mode, params):
-    logits = tf.compat.v1.layers.dense(features["x"], 1)
-    loss = tf.compat.v1.losses.mean_squared_error(labels, logits)
-    train_op = tf.compat.v1.train.AdamOptimizer().minimize(
-        loss, global_step=tf.compat.v1.train.get_global_step()
-    )
-    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
-"""
-
-TASK = """\
-import tensorflow as tf
-
-import model
-
-est = tf.estimator.Estimator(model_fn=model.model_fn)
-est.train(input_fn=model.input_fn, steps=2)
-est.evaluate(input_fn=model.input_fn, steps=1)
-"""
-
-
 @pytest.mark.skipif(not Path(pre_commit).exists(), reason="pre-commit is not installed")
 def test_check_hook_passes_a_commit_of_one_file_of_a_migrated_project(tmp_path: Path) -> None:
     hooks = tmp_path / "hooks"
@@ -206,17 +181,7 @@ def test_check_hook_passes_a_commit_of_one_file_of_a_migrated_project(tmp_path: 
     with (repo / "task.py").open("a", encoding="utf-8") as f:
         f.write("# trained for two steps\n")
     git(repo, "add", "task.py")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "NO_COLOR": "1"}
-    env.pop("VIRTUAL_ENV", None)
-    done = subprocess.run(
-        [pre_commit, "run", "--color", "never"],
-        cwd=repo,
-        env=env,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_pre_commit(repo, tmp_path / "cache", all_files=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Passed" in done.stdout
     assert "could not be resolved" not in done.stdout

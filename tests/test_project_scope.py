@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from small_projects import MODEL, TASK
 
 GOOD = """\
 import tensorflow as tf
@@ -21,34 +22,6 @@ def model_fn(features, labels, mode, params):
 
 
 est = tf.estimator.Estimator(model_fn=model_fn, model_dir="/tmp/m")
-"""
-
-MODEL = """\
-import tensorflow as tf
-
-
-def input_fn():
-    ds = tf.data.Dataset.from_tensor_slices(({"x": [[1.0]] * 64}, [[0.0]] * 64))
-    return ds.repeat().batch(32)
-
-
-def model_fn(features, labels, mode, params):
-    logits = tf.compat.v1.layers.dense(features["x"], 1)
-    loss = tf.compat.v1.losses.mean_squared_error(labels, logits)
-    train_op = tf.compat.v1.train.AdamOptimizer().minimize(
-        loss, global_step=tf.compat.v1.train.get_global_step()
-    )
-    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
-"""
-
-TASK = """\
-import tensorflow as tf
-
-import model
-
-est = tf.estimator.Estimator(model_fn=model.model_fn)
-est.train(input_fn=model.input_fn, steps=2)
-est.evaluate(input_fn=model.input_fn, steps=1)
 """
 
 
