@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import configparser
-import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,7 +275,6 @@ def configured_line_length(path: str) -> int | None:
     return _length_above(file.resolve().parent)
 
 
-@functools.cache
 def _length_above(directory: Path) -> int | None:
     for folder in (directory, *directory.parents):
         found = _length_in(folder)
