@@ -116,9 +116,11 @@ def place_imports(source: str, new: str) -> str:
     _name_party(entries)
     for node in sorted(added, key=_key):
         _insert(entries, _Entry([lines[node.lineno - 1]], 0, _section(node), _key(node), True))
+    first_added = lines[min(added_lines)]
+    eol = first_added[len(first_added.rstrip("\r\n")) :] or "\n"  # the file's line ending
     out: list[str] = []
     for entry in entries:
-        out.extend(["\n"] * entry.blank_before)
+        out.extend([eol] * entry.blank_before)
         out.extend(entry.lines)
     tail = [
         line

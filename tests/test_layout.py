@@ -152,6 +152,17 @@ def test_added_imports_make_the_sections_they_need(tmp_path: Path) -> None:
     assert not unsorted, unsorted
 
 
+def test_a_crlf_file_keeps_crlf_in_what_is_placed_and_wrapped() -> None:
+    crlf = TRAINER.replace("import argparse\nimport os\n\n", "").replace("\n", "\r\n")
+    new = _migrate(crlf)
+    assert "\r\nimport est2tpu.runtime as tpu_runtime\r\n" in new
+    assert "tf.compat.v1.estimator.tpu.TPUEstimator(\r\n" in new
+    plain = _migrate(crlf, use_runtime=False)  # `import os`: a section, a blank line
+    assert "\r\nimport os\r\n\r\nimport numpy as np\r\n" in plain
+    for text in (new, plain):
+        assert "\n" not in text.replace("\r\n", "")
+
+
 def test_a_block_that_is_not_sorted_keeps_the_import_at_its_end() -> None:
     mixed = TRAINER.replace(
         "import argparse\nimport os\n\nimport numpy as np\nimport tensorflow as tf\n",
