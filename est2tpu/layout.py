@@ -349,13 +349,13 @@ def wrap_long_lines(source: str, new: str, limit: int) -> str:
         tree = _parse(new)
         if tree is None:
             return new
-        calls = _calls_by_line(tree)
+        places = _places_by_line(tree)
         for index in long:
             wrapped = next(
                 (
                     text
-                    for call, spread in calls.get(index + 1, [])
-                    if (text := _wrap(lines[index], call, unit, spread)) is not None
+                    for kind, node in places.get(index + 1, [])
+                    if (text := _wrap(lines[index], index + 1, kind, node, unit)) is not None
                 ),
                 None,
             )
@@ -368,32 +368,40 @@ def wrap_long_lines(source: str, new: str, limit: int) -> str:
     return new
 
 
-def _calls_by_line(tree: ast.Module) -> dict[int, list[tuple[ast.Call, bool]]]:
-    """The calls with arguments a line can be wrapped at, not inside an f-string, by line,
-    outermost (widest) first: (call, False) for a call that starts and ends on the line,
-    (call, True) for one whose arguments alone fill a line between its parentheses."""
-    out: dict[int, list[tuple[ast.Call, bool]]] = {}
+_CALL, _RUN, _DEF = range(3)
+
+
+def _places_by_line(tree: ast.Module) -> dict[int, list[tuple[int, ast.AST]]]:
+    """Where each line can be wrapped, best first: a call with arguments that starts and
+    ends on it (`_CALL`, outermost first), a multi-line call with arguments that are whole
+    on it (`_RUN`), a def whose plain parameters are on it (`_DEF`). Nothing inside an
+    f-string."""
+    out: dict[int, list[tuple[int, ast.AST]]] = {}
     inside_fstring: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
             inside_fstring.update(id(n) for n in ast.walk(node))
     for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+            out.setdefault(node.args.args[0].lineno, []).append((_DEF, node))
         if not isinstance(node, ast.Call) or id(node) in inside_fstring:
             continue
         parts = _parts(node)
         if not parts:
             continue
         if node.lineno == node.end_lineno:
-            out.setdefault(node.lineno, []).append((node, False))
-        elif (
-            parts[0].lineno == parts[-1].end_lineno
-            and node.lineno < parts[0].lineno
-            and (node.end_lineno or 0) > parts[0].lineno
-        ):
-            out.setdefault(parts[0].lineno, []).append((node, True))
-    for calls in out.values():
-        calls.sort(key=lambda c: (c[1], c[0].col_offset - (c[0].end_col_offset or 0)))
+            out.setdefault(node.lineno, []).append((_CALL, node))
+            continue
+        for line in sorted({a.lineno for a in parts if a.lineno == a.end_lineno}):
+            out.setdefault(line, []).append((_RUN, node))
+    for places in out.values():
+        places.sort(key=_widest_first)
     return out
+
+
+def _widest_first(place: tuple[int, ast.AST]) -> tuple[int, int]:
+    kind, node = place
+    return kind, getattr(node, "col_offset", 0) - (getattr(node, "end_col_offset", 0) or 0)
 
 
 def _parts(call: ast.Call) -> list[ast.expr | ast.keyword]:
@@ -403,44 +411,117 @@ def _parts(call: ast.Call) -> list[ast.expr | ast.keyword]:
     return parts
 
 
-def _wrap(line: str, call: ast.Call, unit: str, spread: bool) -> str | None:
-    """`line` with `call`'s arguments one per line (see `_calls_by_line` for `spread`);
-    None when the text they come from is not just the arguments (a generator without its
-    own parentheses, a comment)."""
+def _wrap(line: str, number: int, kind: int, node: ast.AST, unit: str) -> str | None:
+    """`line` (line `number`) with the arguments or parameters of `node` one per line;
+    None when the text they come from is not just them (a generator without its own
+    parentheses, a comment, parameters with defaults or annotations)."""
     raw = line.encode("utf-8")  # ast's columns count bytes
-    parts = _parts(call)
-    texts = [raw[a.col_offset : a.end_col_offset].decode("utf-8") for a in parts]
-    if any(isinstance(a, ast.GeneratorExp) and not t.startswith("(") for a, t in zip(parts, texts)):
-        return None
     indent = line[: len(line) - len(line.lstrip())]
     newline = line[len(line.rstrip("\r\n")) :] or "\n"
-    if spread:
-        inner = line.strip()
-        if not _just(texts, inner):
-            return None
-        return "".join(f"{indent}{text},{newline}" for text in texts)
-    return _explode(raw, call, texts, indent + unit, indent, newline)
-
-
-def _just(texts: list[str], inner: str) -> bool:
-    """Is `inner` the arguments `texts`, comma-separated (a trailing comma allowed)?"""
-    inner = inner.rstrip(",").strip()
-    return ", ".join(texts) == inner or ",".join(texts) == inner.replace(", ", ",")
-
-
-def _explode(
-    raw: bytes, call: ast.Call, texts: list[str], inner: str, outer: str, newline: str
-) -> str | None:
-    end = call.end_col_offset or 0
-    opening = raw.find(b"(", call.func.end_col_offset or 0)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _explode_def(raw, node, indent, unit, newline)
+    assert isinstance(node, ast.Call)
+    parts = _parts(node)
+    if any(
+        isinstance(a, ast.GeneratorExp) and raw[a.col_offset : a.col_offset + 1] != b"("
+        for a in parts
+        if a.lineno == number
+    ):
+        return None
+    if kind == _RUN:
+        return _split_run(raw, number, node, parts, indent, newline)
+    texts = [_text(raw, a) for a in parts]
+    end = node.end_col_offset or 0
+    opening = raw.find(b"(", node.func.end_col_offset or 0)
     if opening < 0 or raw[end - 1 : end] != b")":
         return None
     if not _just(texts, raw[opening + 1 : end - 1].decode("utf-8").strip()):
         return None
     head = raw[: opening + 1].decode("utf-8")
     rest = raw[end - 1 :].decode("utf-8")
-    body = "".join(f"{inner}{text},{newline}" for text in texts)
-    return f"{head}{newline}{body}{outer}{rest}"
+    body = "".join(f"{indent}{unit}{text},{newline}" for text in texts)
+    return f"{head}{newline}{body}{indent}{rest}"
+
+
+def _split_run(
+    raw: bytes,
+    number: int,
+    call: ast.Call,
+    parts: list[ast.expr | ast.keyword],
+    indent: str,
+    newline: str,
+) -> str | None:
+    """A line of a multi-line call that holds whole arguments of it, one after another:
+    what comes before them (the end of the argument before, `},`) stays on the line;
+    each argument gets a line of its own at the line's indentation; a `)` closing the call
+    stays after the last one, or every argument ends with a comma."""
+    whole = [i for i, a in enumerate(parts) if a.lineno == a.end_lineno == number]
+    if not whole or whole != list(range(whole[0], whole[-1] + 1)):
+        return None
+    first, last = parts[whole[0]], parts[whole[-1]]
+    before = raw[: first.col_offset].decode("utf-8").strip()
+    if before:
+        previous = parts[whole[0] - 1] if whole[0] else None
+        if (
+            previous is None
+            or previous.end_lineno != number
+            or raw[previous.end_col_offset : first.col_offset].strip() != b","
+        ):
+            return None
+    elif len(whole) < 2:
+        return None
+    texts = [_text(raw, parts[i]) for i in whole]
+    after = raw[last.end_col_offset :].decode("utf-8").rstrip("\r\n")
+    closing = (call.end_lineno == number) and after.lstrip().startswith(")")
+    between = raw[first.col_offset : last.end_col_offset].decode("utf-8")
+    if not _just(texts, between) or not (closing or after.strip() in ("", ",")):
+        return None
+    out = [f"{indent}{before}{newline}"] if before else []
+    for i, text in enumerate(texts):
+        end = after.lstrip() if closing and i == len(texts) - 1 else ","
+        out.append(f"{indent}{text}{end}{newline}")
+    return "".join(out)
+
+
+def _explode_def(
+    raw: bytes, fn: ast.FunctionDef | ast.AsyncFunctionDef, indent: str, unit: str, newline: str
+) -> str | None:
+    """`def name(a, b, c):` on one line, plain parameters only (as the rules write a
+    metric_fn or a host_call function), with its parameters one per line."""
+    args = fn.args
+    if (
+        args.posonlyargs
+        or args.vararg
+        or args.kwonlyargs
+        or args.kwarg
+        or args.defaults
+        or any(a.annotation is not None for a in args.args)
+        or fn.returns is not None
+        or fn.lineno != args.args[-1].end_lineno
+    ):
+        return None
+    names = [a.arg for a in args.args]
+    opening = raw.find(f"def {fn.name}(".encode())
+    if opening < 0:
+        return None
+    opening += len(f"def {fn.name}(")
+    closing = raw.find(b")", opening)
+    if closing < 0 or not _just(names, raw[opening:closing].decode("utf-8").strip()):
+        return None
+    body = "".join(f"{indent}{unit}{name},{newline}" for name in names)
+    head = raw[:opening].decode("utf-8")
+    rest = raw[closing:].decode("utf-8")
+    return f"{head}{newline}{body}{indent}{rest}"
+
+
+def _text(raw: bytes, node: ast.expr | ast.keyword) -> str:
+    return raw[node.col_offset : node.end_col_offset].decode("utf-8")
+
+
+def _just(texts: list[str], inner: str) -> bool:
+    """Is `inner` the arguments `texts`, comma-separated (a trailing comma allowed)?"""
+    inner = inner.rstrip(",").strip()
+    return ", ".join(texts) == inner or ",".join(texts) == inner.replace(", ", ",")
 
 
 def _indent_unit(source: str) -> str:

@@ -303,3 +303,46 @@ def test_cli_wraps_at_the_configured_length_and_ruff_agrees(tmp_path: Path) -> N
     est2tpu("migrate", project)
     wide = (project / "train.py").read_text(encoding="utf-8")
     assert wide != migrated and len(wide.splitlines()) < len(migrated.splitlines())
+
+
+def test_a_multi_line_calls_long_line_splits_into_its_arguments() -> None:
+    """Arguments added to the last line of a call laid out over several lines (the hanging
+    style, and the end of a dict argument) each get a line, at that line's indentation; a
+    closing `)` stays after the last one, as the call had it."""
+    source = textwrap.dedent(
+        """\
+        est = Estimator(model_fn=model_fn,
+                        config=config)
+        spec = Spec(mode, params={
+            "a": 1,
+        })
+        """
+    )
+    new = source.replace(
+        "config=config)", "config=config, use_tpu=use_tpu(), train_batch_size=FLAGS.batch_size)"
+    ).replace("})", "}, use_tpu=tpu_runtime.use_tpu(), train_batch_size=FLAGS.train_batch_size)")
+    assert wrap_long_lines(source, new, 60) == textwrap.dedent(
+        """\
+        est = Estimator(model_fn=model_fn,
+                        config=config,
+                        use_tpu=use_tpu(),
+                        train_batch_size=FLAGS.batch_size)
+        spec = Spec(mode, params={
+            "a": 1,
+        },
+        use_tpu=tpu_runtime.use_tpu(),
+        train_batch_size=FLAGS.train_batch_size)
+        """
+    )
+
+
+def test_a_generated_defs_parameters_go_one_per_line() -> None:
+    source = "def model_fn(features, labels, mode, params):\n    pass\n"
+    names = ", ".join(f"tensor_number_{i}" for i in range(8))
+    new = source + f"    def metric_fn({names}):\n        return {{}}\n"
+    wrapped = wrap_long_lines(source, new, 79)
+    assert "    def metric_fn(\n        tensor_number_0,\n" in wrapped
+    assert "        tensor_number_7,\n    ):\n        return {}\n" in wrapped
+    compile(wrapped, "x.py", "exec")
+    typed = new.replace("tensor_number_7", "tensor_number_7: int")
+    assert wrap_long_lines(source, typed, 79) == typed  # not what the rules write: left
