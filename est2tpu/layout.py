@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +34,12 @@ __all__ = ["configured_line_length", "line_limit", "place_imports", "restyle", "
 PEP8_LIMIT = 79
 # Line lengths the linters use when their section is there without one.
 _DEFAULT_LENGTH = {"ruff": 88, "black": 88, "flake8": 79, "pycodestyle": 79, "isort": 79}
-_MAX_WRAPS = 64  # calls wrapped in one file: each wrap re-reads the text
+_MAX_WRAPS = 16  # rounds of wrapping (each reads the text again): one per level of nesting
 
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
 # The line a notebook's joined program starts each cell with (`notebook.SEPARATOR`).
 _CELL_MARK = "# __est2tpu_cell__ "
+_PLAIN_IMPORT = re.compile(r"import [\w.]+( as \w+)?$")
 
 
 def restyle(source: str, new: str, path: str) -> str:
@@ -72,7 +74,11 @@ class _Entry:
 def place_imports(source: str, new: str) -> str:
     """`new` with each `import x` / `import x as y` line of its leading import block that
     `source`'s block does not have moved to where the sorted block puts it."""
-    old_tree, new_tree = _parse(source), _parse(new)
+    # Cheap first: a line `import x` / `import x as y` that the source does not have.
+    known = set(source.splitlines())
+    if not any(_PLAIN_IMPORT.match(line) and line not in known for line in new.splitlines()):
+        return new
+    old_tree, new_tree = _parse_head(source), _parse_head(new)
     if old_tree is None or new_tree is None:
         return new
     old_forms = {_form(n) for n in _leading_imports(old_tree)}
@@ -94,7 +100,7 @@ def place_imports(source: str, new: str) -> str:
     kept = [n for n in block if n.lineno - 1 not in added_lines]
     # The block's lines, from the first kept statement to the last one's end (the comments
     # above the first statement stay above the block: a file's header).
-    start = kept[0].lineno - 1 if kept else min(added_lines)
+    start = min([*added_lines, *([kept[0].lineno - 1] if kept else [])])
     end = max(n.end_lineno or n.lineno for n in block)
     if any(lines[i].startswith(_CELL_MARK) for i in range(start + 1, end)):
         return new  # a notebook's imports across cells: each cell is sorted on its own
@@ -245,6 +251,24 @@ def _section(node: ast.stmt) -> int:
     return THIRD_PARTY
 
 
+def _parse_head(text: str) -> ast.Module | None:
+    """The tree of the text's first lines, through its leading imports: cut before the
+    first line that starts a statement other than an import at column 0 (the whole text
+    when that cut does not parse)."""
+    lines = text.splitlines(keepends=True)
+    quoted = False  # inside a triple-quoted string (a docstring's text at column 0)
+    for i, line in enumerate(lines):
+        if (line.count('"""') + line.count("'''")) % 2:
+            quoted = not quoted
+            continue
+        if i and not quoted and line[:1].isalpha() and not line.startswith(("import ", "from ")):
+            head = _parse("".join(lines[:i]))
+            if head is not None:
+                return head
+            break
+    return _parse(text)
+
+
 def _parse(text: str) -> ast.Module | None:
     try:
         return ast.parse(text)
@@ -349,8 +373,11 @@ def wrap_long_lines(source: str, new: str, limit: int) -> str:
         tree = _parse(new)
         if tree is None:
             return new
-        places = _places_by_line(tree)
-        for index in long:
+        places = _places_by_line(tree, [i + 1 for i in long])
+        wrapped_any = False
+        # Bottom up: a wrap changes only its own line, so the lines above keep their
+        # numbers and the tree's columns; what a wrap leaves too long waits for a new tree.
+        for index in reversed(long):
             wrapped = next(
                 (
                     text
@@ -361,9 +388,9 @@ def wrap_long_lines(source: str, new: str, limit: int) -> str:
             )
             if wrapped is not None:
                 lines[index] = wrapped
-                new = "".join(lines)
-                break
-        else:
+                wrapped_any = True
+        new = "".join(lines)
+        if not wrapped_any:
             return new
     return new
 
@@ -371,20 +398,25 @@ def wrap_long_lines(source: str, new: str, limit: int) -> str:
 _CALL, _RUN, _DEF = range(3)
 
 
-def _places_by_line(tree: ast.Module) -> dict[int, list[tuple[int, ast.AST]]]:
+def _places_by_line(tree: ast.Module, lines: list[int]) -> dict[int, list[tuple[int, ast.AST]]]:
     """Where each line can be wrapped, best first: a call with arguments that starts and
     ends on it (`_CALL`, outermost first), a multi-line call with arguments that are whole
     on it (`_RUN`), a def whose plain parameters are on it (`_DEF`). Nothing inside an
-    f-string."""
+    f-string; only in the top-level statements that hold one of `lines` (1-based)."""
     out: dict[int, list[tuple[int, ast.AST]]] = {}
-    inside_fstring: set[int] = set()
-    for node in ast.walk(tree):
+    todo: list[ast.AST] = [
+        node
+        for node in tree.body
+        if any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in lines)
+    ]
+    while todo:
+        node = todo.pop()
         if isinstance(node, ast.JoinedStr):
-            inside_fstring.update(id(n) for n in ast.walk(node))
-    for node in ast.walk(tree):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
             out.setdefault(node.args.args[0].lineno, []).append((_DEF, node))
-        if not isinstance(node, ast.Call) or id(node) in inside_fstring:
+        if not isinstance(node, ast.Call):
             continue
         parts = _parts(node)
         if not parts:

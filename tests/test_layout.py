@@ -127,6 +127,12 @@ def test_added_import_joins_the_third_party_section(tmp_path: Path) -> None:
     assert not _unsorted(tmp_path, before=TRAINER, after=new)
 
 
+def test_placing_is_a_no_op_on_what_it_placed() -> None:
+    new = _migrate(TRAINER)
+    assert place_imports(TRAINER, new) == new
+    assert wrap_long_lines(TRAINER, new, 79) == new
+
+
 def test_added_imports_make_the_sections_they_need(tmp_path: Path) -> None:
     """`--no-runtime` adds `import os`: a standard-library section above the third-party
     one; `from` imports alone in a section come after the added `import` line."""
