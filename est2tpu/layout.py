@@ -39,6 +39,8 @@ _MAX_WRAPS = 16  # rounds of wrapping (each reads the text again): one per level
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
 # The line a notebook's joined program starts each cell with (`notebook.SEPARATOR`).
 _CELL_MARK = "# __est2tpu_cell__ "
+# What a notebook's masked lines import (`notebook._PLACEHOLDER`).
+_MASK_PREFIX = "__est2tpu_magic_"
 _PLAIN_IMPORT = re.compile(r"import [\w.]+( as \w+)?$")
 
 
@@ -83,6 +85,10 @@ def place_imports(source: str, new: str) -> str:
         return new
     old_forms = {_form(n) for n in _leading_imports(old_tree)}
     block = _leading_imports(new_tree)
+    # A notebook's masked line (a magic, a shell command, a `__future__` import) stands
+    # where it is: the block to sort starts after the last one.
+    masks = [i for i, n in enumerate(block) if _masked(n)]
+    block = block[masks[-1] + 1 :] if masks else block
     added = [
         n
         for n in block
@@ -221,6 +227,10 @@ def _leading_imports(tree: ast.Module) -> list[ast.stmt]:
             break
         out.append(node)
     return out
+
+
+def _masked(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Import) and node.names[0].name.startswith(_MASK_PREFIX)
 
 
 def _form(node: ast.stmt) -> str:

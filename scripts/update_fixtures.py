@@ -5,9 +5,11 @@
 Runs tests/test_fixtures.py and the findings snapshots of tests/test_all_rules.py with
 pytest-snapshot's `--snapshot-update`: every `fixtures/*/*.after.py` and `*.findings.txt`
 and `tests/snapshots/all_rules/*.findings.txt` is written again from this checkout's
-est2tpu (an expectation with no case left is not deleted). Then it runs the same tests
-without the update, which also compile each output and migrate it a second time, and
-lists each expectation that differs from git's HEAD (or `--against` a revision): for an `.after.py`, whether only its
+est2tpu (an expectation with no case left is not deleted); each notebook
+`tests/notebooks/NAME.after.ipynb` is what `est2tpu migrate` makes of a copy of
+`NAME.before.ipynb`. Then it runs the same tests and tests/test_notebook_magics.py without
+the update (not the TensorFlow ones), which also compile each output and migrate it a second
+time, and lists each expectation that differs from git's HEAD (or `--against` a revision): for an `.after.py`, whether only its
 layout changed (the same Python code once the imports at its top are put in one order:
 imports placed, lines wrapped) or its code did. Read every changed file before committing
 (`git diff fixtures/ tests/snapshots/`).
@@ -22,19 +24,41 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ["tests/test_fixtures.py", "tests/test_all_rules.py::test_all_rules_findings_snapshot"]
-WATCHED = ["fixtures", "tests/snapshots"]
+NOTEBOOKS = ROOT / "tests" / "notebooks"
+WATCHED = ["fixtures", "tests/snapshots", "tests/notebooks"]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def _pytest(*args: str) -> int:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS, *args]
-    return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=ROOT, env=_env(), check=False).returncode
+
+
+def update_notebooks(keyword: str | None) -> None:
+    """Each `NAME.after.ipynb`: `est2tpu migrate` of a copy of `NAME.before.ipynb`."""
+    with tempfile.TemporaryDirectory() as scratch:
+        for before in sorted(NOTEBOOKS.glob("*.before.ipynb")):
+            name = before.name.removesuffix(".before.ipynb")
+            if keyword and keyword not in name:
+                continue
+            copy = Path(scratch) / f"{name}.ipynb"
+            shutil.copyfile(before, copy)
+            command = [sys.executable, "-m", "est2tpu", "migrate", "--no-cache", "-q", str(copy)]
+            done = subprocess.run(command, env=_env(), capture_output=True, text=True, check=False)
+            if done.returncode not in (0, 1):
+                sys.exit(f"update_fixtures: {before.name}: {done.stderr.strip()}")
+            shutil.copyfile(copy, NOTEBOOKS / f"{name}.after.ipynb")
 
 
 def _git(*args: str) -> str:
@@ -69,6 +93,8 @@ def changes(against: str = "HEAD") -> list[tuple[str, str]]:
             out.append((path, "new"))
         elif state == "D":
             out.append((path, "deleted"))
+        elif path.endswith(".ipynb"):
+            out.append((path, "notebook"))
         elif path.endswith(".after.py"):
             old = _git("show", f"{against}:{path}")
             new = (ROOT / path).read_text(encoding="utf-8")
@@ -87,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     select = ["-k", args.keyword] if args.keyword else []
-    _pytest("--snapshot-update", *select)  # fails by design on each file it rewrote
-    passed = _pytest(*select) == 0
+    _pytest(*TESTS, "--snapshot-update", *select)  # fails by design on each file it rewrote
+    update_notebooks(args.keyword)
+    checks = [*TESTS, "tests/test_notebook_magics.py", "-m", "not tf and not slow"]
+    passed = _pytest(*checks, *select) == 0
     found = changes(args.against)
     for path, what in found:
         print(f"{what:>12}  {path}")
