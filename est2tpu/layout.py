@@ -409,11 +409,12 @@ _CALL, _RUN, _DEF = range(3)
 
 
 def _places_by_line(tree: ast.Module, lines: list[int]) -> dict[int, list[tuple[int, ast.AST]]]:
-    """Where each line can be wrapped, best first: a call with arguments that starts and
-    ends on it (`_CALL`, outermost first), a multi-line call with arguments that are whole
-    on it (`_RUN`), a def whose plain parameters are on it (`_DEF`). Nothing inside an
-    f-string; only in the top-level statements that hold one of `lines` (1-based)."""
-    out: dict[int, list[tuple[int, ast.AST]]] = {}
+    """Where each line can be wrapped, widest first (the outermost brackets): a call with
+    arguments that starts and ends on it (`_CALL`), a multi-line call with arguments that
+    are whole on it (`_RUN`: as wide as those arguments), a def whose plain parameters are
+    on it (`_DEF`). Nothing inside an f-string; only in the top-level statements that hold
+    one of `lines` (1-based)."""
+    found: dict[int, list[tuple[int, int, ast.AST]]] = {}
     todo: list[ast.AST] = [
         node
         for node in tree.body
@@ -425,25 +426,24 @@ def _places_by_line(tree: ast.Module, lines: list[int]) -> dict[int, list[tuple[
             continue
         todo.extend(ast.iter_child_nodes(node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
-            out.setdefault(node.args.args[0].lineno, []).append((_DEF, node))
+            found.setdefault(node.args.args[0].lineno, []).append((1 << 30, _DEF, node))
         if not isinstance(node, ast.Call):
             continue
         parts = _parts(node)
         if not parts:
             continue
         if node.lineno == node.end_lineno:
-            out.setdefault(node.lineno, []).append((_CALL, node))
+            width = (node.end_col_offset or 0) - node.col_offset
+            found.setdefault(node.lineno, []).append((width, _CALL, node))
             continue
         for line in sorted({a.lineno for a in parts if a.lineno == a.end_lineno}):
-            out.setdefault(line, []).append((_RUN, node))
-    for places in out.values():
-        places.sort(key=_widest_first)
-    return out
-
-
-def _widest_first(place: tuple[int, ast.AST]) -> tuple[int, int]:
-    kind, node = place
-    return kind, getattr(node, "col_offset", 0) - (getattr(node, "end_col_offset", 0) or 0)
+            whole = [a for a in parts if a.lineno == a.end_lineno == line]
+            width = (whole[-1].end_col_offset or 0) - whole[0].col_offset
+            found.setdefault(line, []).append((width, _RUN, node))
+    return {
+        line: [(kind, node) for _, kind, node in sorted(places, key=lambda p: (-p[0], p[1]))]
+        for line, places in found.items()
+    }
 
 
 def _parts(call: ast.Call) -> list[ast.expr | ast.keyword]:
