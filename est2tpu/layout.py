@@ -5,10 +5,13 @@
   party, relative) one blank line apart, `import x` lines before `from x import y` lines
   within a section, modules in case-insensitive order. A block that mixes sections in one
   group of lines is not sorted by any of them: the import stays where LibCST put it.
+  A notebook's masked lines (magics, `__future__`) and cell boundaries stay where they are.
 - A line the migration made (a line the original does not have) that is longer than the
-  file's limit has a call's arguments put one per line, in the file's indentation, with a
-  trailing comma: the outermost call that starts and ends on that line and has arguments,
-  then again for a line still too long. The limit is the line length the project's linter
+  file's limit is wrapped at its widest brackets: a call that starts and ends on it gets its
+  arguments one per line, one indentation step (the file's own) deeper, with a trailing
+  comma; a line of a multi-line call that holds whole arguments gets one line per argument
+  at its own indentation; a generated def's plain parameters go one per line. A line still
+  too long is wrapped again inside. The limit is the line length the project's linter
   configuration sets (`line_limit`), else the file's longest line, and never under 79.
 
 Both work on the text with Python's own tree (`ast`): neither changes a line the migration
@@ -33,7 +36,7 @@ __all__ = ["configured_line_length", "line_limit", "place_imports", "restyle", "
 
 PEP8_LIMIT = 79
 # Line lengths the linters use when their section is there without one.
-_DEFAULT_LENGTH = {"ruff": 88, "black": 88, "flake8": 79, "pycodestyle": 79, "isort": 79}
+_DEFAULT_LENGTH = {"ruff": 88, "black": 88, "flake8": 79, "pycodestyle": 79}
 _MAX_WRAPS = 16  # rounds of wrapping (each reads the text again): one per level of nesting
 
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
