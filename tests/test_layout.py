@@ -5,6 +5,8 @@ real ruff over the fixtures' expected outputs and over programs migrated by the 
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -352,3 +354,23 @@ def test_a_generated_defs_parameters_go_one_per_line() -> None:
     compile(wrapped, "x.py", "exec")
     typed = new.replace("tensor_number_7", "tensor_number_7: int")
     assert wrap_long_lines(source, typed, 79) == typed  # not what the rules write: left
+
+
+def test_update_fixtures_tells_a_layout_change_from_a_code_change() -> None:
+    """scripts/update_fixtures.py's review: an output whose imports moved and whose calls
+    were wrapped is `layout only`; one whose code changed is not."""
+    spec = importlib.util.spec_from_file_location(
+        "update_fixtures", Path(__file__).resolve().parent.parent / "scripts" / "update_fixtures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    old = (FIXTURES / "TPU009" / "summaries_to_host_call.before.py").read_text(encoding="utf-8")
+    new = _migrate(old)
+    placed = new.replace(
+        "import est2tpu.runtime as tpu_runtime\nimport tensorflow as tf\n",
+        "import tensorflow as tf\nimport est2tpu.runtime as tpu_runtime\n",
+    )
+    laid_out_again = ast.unparse(ast.parse(new))  # the same code, one line per statement
+    assert script._code(new) == script._code(placed) == script._code(laid_out_again)
+    assert script._code(new) != script._code(new.replace("host_call=host_call", "host_call=None"))
