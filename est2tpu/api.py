@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from est2tpu import catalogue, runner
+from est2tpu import catalogue, layout, runner
 from est2tpu.cache import Cache, digest, index_digest, restore_result, stat_stamp
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
 from est2tpu.runner import Candidate, ProgressFn, RunState, Settings
@@ -206,7 +206,7 @@ def _migrate_scanned(
         for cid, cand in enumerate(cands):
             if cid in done:
                 continue
-            key = Cache.file_key(cand.result.path, cand.digest, facts, cand.extra)
+            key = _file_key(cand, facts)
             hit = cache.get(key, cand.result)
             if hit is not None:
                 early[cid] = hit
@@ -252,7 +252,7 @@ def _migrate_scanned(
                 restore_result(entry, cand.result)
                 early[cid] = bool(hit)
                 if cache is not None and new_facts is not None:
-                    key = Cache.file_key(cand.result.path, cand.digest, new_facts, cand.extra)
+                    key = _file_key(cand, new_facts)
                     cache.put(key, cand.result, bool(hit))
     if cache is not None:
         cache.save()
@@ -267,6 +267,16 @@ def _migrate_scanned(
     for cid, cand in enumerate(cands):
         if not early[cid]:
             yield cand.result
+
+
+def _file_key(cand: Candidate, facts: str) -> str:
+    """The cache key of a file's result: its path, contents, the project's facts, its
+    per-file ignores, and the line length its linter configuration sets (the migrated
+    text wraps at it, `layout`)."""
+    length = layout.configured_line_length(str(cand.result.path))
+    return Cache.file_key(
+        cand.result.path, cand.digest, facts, [*cand.extra, f"\0line-length {length}"]
+    )
 
 
 def _contents_digest(path: Path) -> str:

@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import TypeVar
 
 import libcst as cst
@@ -470,17 +471,23 @@ def free_names(node: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
+#: What one level of indentation is in the module being migrated (LibCST's
+#: `Module.default_indent`): the engine sets it for each module, `explode` indents by it.
+INDENT: ContextVar[str] = ContextVar("INDENT", default="    ")
+
+
 def _continuation(depth: int) -> cst.ParenthesizedWhitespace:
     return cst.ParenthesizedWhitespace(
         first_line=cst.TrailingWhitespace(),
         empty_lines=[],
         indent=True,
-        last_line=cst.SimpleWhitespace("    " * depth),
+        last_line=cst.SimpleWhitespace(INDENT.get() * depth),
     )
 
 
 def explode(call: cst.Call, depth: int = 1) -> cst.Call:
-    """One argument per line, `depth` levels deeper than the statement, trailing comma."""
+    """One argument per line, `depth` levels (of the module's `INDENT`) deeper than the
+    statement, trailing comma."""
     args = list(call.args)
     out = []
     for i, arg in enumerate(args):

@@ -10,7 +10,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from est2tpu import cstpatch, inert  # noqa: F401 - cstpatch patches LibCST on import
+from est2tpu import cstpatch, cstutil, inert, layout  # noqa: F401 - cstpatch patches LibCST on import
 from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     DEEP_FOR_RULES,
     MAX_NESTING,
@@ -181,6 +181,8 @@ def migrate_module(
             verify(restored, path, source)  # the whole text's own message
             raise
         new_text, verified = restored, True
+    if new_text != source:
+        new_text = layout.restyle(source, new_text, path)
     if new_text != source and not verified:
         verify(new_text, path, source)
     return new_text, state
@@ -259,6 +261,7 @@ def _transform(
     original_text: str | None,
 ) -> tuple[str, FileState]:
     original = module.code if original_text is None else original_text
+    cstutil.INDENT.set(module.default_indent)  # what the rules' `explode` indents by
     state = FileState(
         path, index, target, ImportTable.from_module(module), original, use_runtime=use_runtime
     )

@@ -241,7 +241,9 @@ def test_migrate_stdin_prints_migrated_code(runner: CliRunner, project: Path) ->
     result = runner.invoke(app, ["migrate", "-"], input=CLEAN_MIGRATION)
     assert result.exit_code == 0, result.output
     assert "tf.compat.v1.estimator.tpu.TPUEstimator(" in result.stdout
-    assert result.stdout.startswith("import tensorflow as tf\n")
+    assert result.stdout.startswith(
+        "import est2tpu.runtime as tpu_runtime\nimport tensorflow as tf\n"
+    )
     assert list(project.iterdir()) == []
 
 

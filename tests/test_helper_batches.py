@@ -36,7 +36,10 @@ def test_helper_module_without_estimator_names_is_migrated(tmp_path: Path) -> No
     assert 'return pipeline.next_rows(params["batch_size"])' in task.new_text
     assert "train_batch_size=32" in task.new_text
     assert "return rows(batch_size)\n" in pipeline.new_text
-    assert ".batch(batch_size, drop_remainder=tpu_runtime.use_tpu())" in pipeline.new_text
+    assert (
+        ".batch(\n        batch_size,\n        drop_remainder=tpu_runtime.use_tpu(),\n    )"
+        in pipeline.new_text
+    )
     for name, result in results.items():
         assert result.new_text is not None
         (tmp_path / name).write_text(result.new_text)
@@ -95,8 +98,8 @@ def test_unpacked_helper_tensors_migrate_once_and_check_clean(tmp_path: Path) ->
     assert not [f for r in results.values() for f in r.findings]
     task = results["task.py"].new_text or ""
     assert (
-        'return pipeline.next_pairs(params["batch_size"]).map(lambda rows, labels: '
-        "({'x': rows}, labels))" in task
+        'return pipeline.next_pairs(params["batch_size"]).map(\n'
+        "        lambda rows, labels: ({'x': rows}, labels),\n    )" in task
     )
     assert "return dataset.repeat().batch(batch_size" in (results["pipeline.py"].new_text or "")
     for name, result in results.items():

@@ -153,7 +153,8 @@ def test_round_trip_changes_only_code_source_lines(tmp_path: Path, layout: str) 
     # The IPython syntax survived; the program was migrated across cells.
     src = sources(new)
     assert src[1].startswith(
-        "!pip install -q tensorflow==2.15\nimport numpy as np\nimport tensorflow as tf"
+        "!pip install -q tensorflow==2.15\nimport est2tpu.runtime as tpu_runtime\n"
+        "import numpy as np\nimport tensorflow as tf"
     )
     assert "TPUEstimatorSpec(" in src[3]  # model_fn in one cell ...
     assert src[4].startswith("%%time\n") and "params['batch_size']" in src[4].replace('"', "'")

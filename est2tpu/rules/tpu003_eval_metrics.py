@@ -22,12 +22,12 @@ from est2tpu.cstutil import (
     iter_calls,
     kwarg,
     scalar_tensor,
-    target_names,
     unique_name,
     walk,
 )
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
+from est2tpu.rules import _metric_flow as flow
 
 SPECS = frozenset({"estimator.EstimatorSpec"})
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
@@ -124,10 +124,10 @@ class EvalMetrics(Rule):
                     stmt = self._derived_statement(fn, name, locals_, expr)
                 if stmt is None:
                     continue
-                metric_names.update(_assigned_in(stmt))
+                metric_names.update(flow.assigned_in(stmt))
                 stmts.append(stmt)
                 pending.append(stmt)
-        stmts.sort(key=lambda st: _position(fn, st))
+        stmts.sort(key=lambda st: flow.statement_position(fn, st))
         return self._atoms(fn, [*stmts, *exprs], own, metric_names), stmts
 
     def _helper(self, value: cst.BaseExpression | None) -> bool:
@@ -157,7 +157,7 @@ class EvalMetrics(Rule):
         use: cst.CSTNode | None = None,
     ) -> cst.SimpleStatementLine | None:
         """`name = <metric>(...)` or `name, op = <metric>(...)`, the one binding of `name`
-        (or the one that reaches `use`, see `_reaching_binding`), whose inputs are bound
+        (or the one that reaches `use`, see `flow.reaching_binding`), whose inputs are bound
         once (so they hold the same tensors where the dict is)."""
         found: list[cst.SimpleStatementLine] = []
 
@@ -169,7 +169,7 @@ class EvalMetrics(Rule):
                 if (
                     len(node.body) == 1
                     and isinstance(node.body[0], cst.Assign)
-                    and name in _assigned_in(node)
+                    and name in flow.assigned_in(node)
                 ):
                     found.append(node)
 
@@ -178,7 +178,7 @@ class EvalMetrics(Rule):
             len(found) > 1
             and len(locals_.get(name, ())) == len(found)  # all simple assignments
             and use is not None
-            and (reaching := _reaching_binding(fn, name, use)) is not None
+            and (reaching := flow.reaching_binding(fn, name, use)) is not None
             and any(reaching is f for f in found)
             and isinstance(only := reaching.body[0], cst.Assign)
         ):
@@ -199,7 +199,7 @@ class EvalMetrics(Rule):
             if (
                 read.value in locals_
                 and len(locals_[read.value]) > 1
-                and not (use is not None and _unchanged_between(fn, found[0], use, read.value))
+                and not (use is not None and flow.unchanged_between(fn, found[0], use, read.value))
             ):
                 raise Refusal(
                     f"the metric `{name}` reads `{read.value}`, which is assigned more than "
@@ -268,7 +268,7 @@ class EvalMetrics(Rule):
         # it) are computed inside metric_fn, not passed to it.
         inner: collections.Counter[str] = collections.Counter()
         for expr in exprs:
-            inner.update(_bindings(expr))
+            inner.update(flow.bindings(expr))
         for name in [n for n in reads if inner[n] and inner[n] >= len(locals_[n])]:
             del reads[name]
         subscripted = _subscripts(exprs)
@@ -348,7 +348,7 @@ class EvalMetrics(Rule):
         ):
             raise Refusal("eval_metric_ops uses **unpacking; lift the metrics by hand")
         atoms, built = self._gather(fn, [metrics], None)
-        unused = _used_only_by(fn, built, [metrics])
+        unused = flow.used_only_by(fn, built, [metrics])
         moved = _dedent_continuations(metrics) if isinstance(metrics, cst.Dict) else metrics
         metric_fn = self._metric_fn(
             fn, atoms, [*_copies(built), cst.SimpleStatementLine([cst.Return(moved)])]
@@ -373,10 +373,10 @@ class EvalMetrics(Rule):
         atoms, built = self._gather(fn, statements, var)
         if any(b in statements for b in built):
             raise Refusal(f"a metric is built while `{var}` is being built; lift it by hand")
-        unused = _used_only_by(fn, built, statements)
+        unused = flow.used_only_by(fn, built, statements)
         bases = {_base_name(a.expr) for a in atoms}
         for stmt in between:
-            if bases & set(_assigned_in(stmt)):
+            if bases & set(flow.assigned_in(stmt)):
                 raise Refusal(
                     f"a tensor the metrics read is reassigned while `{var}` is being built; "
                     "lift the metrics by hand"
@@ -421,37 +421,8 @@ class EvalMetrics(Rule):
         return _remove(result, unused)
 
 
-def _position(fn: cst.FunctionDef, stmt: cst.CSTNode) -> int:
-    order: list[cst.CSTNode] = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-            order.append(node)
-
-    walk(fn, V())
-    return next(i for i, n in enumerate(order) if n is stmt)
-
-
 def _copies(stmts: Sequence[cst.SimpleStatementLine]) -> list[cst.SimpleStatementLine]:
     return [st.with_changes(leading_lines=()) for st in stmts]
-
-
-def _used_only_by(
-    fn: cst.FunctionDef,
-    built: Sequence[cst.SimpleStatementLine],
-    users: Sequence[cst.CSTNode],
-) -> list[cst.SimpleStatementLine]:
-    """The metric statements of `built` whose names nothing but `users` (the metrics moving
-    into metric_fn) and the other metric statements read: they move instead of being copied.
-    One still read elsewhere (a training summary of its update op) stays as well."""
-    inside = {id(n) for node in [*built, *users] for n in free_names(node)}
-    out = []
-    for stmt in built:
-        names = set(_assigned_in(stmt))
-        elsewhere = [n for n in free_names(fn.body) if n.value in names and id(n) not in inside]
-        if not elsewhere:
-            out.append(stmt)
-    return out
 
 
 def _remove(fn: cst.FunctionDef, stmts: Sequence[cst.SimpleStatementLine]) -> cst.FunctionDef:
@@ -580,138 +551,6 @@ def _identifier(text: str) -> str:
     return text if text[:1].isalpha() or text[:1] == "_" else f"_{text}"
 
 
-def _assigned_in(stmt: cst.CSTNode) -> list[str]:
-    out: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            out.extend(target_names(node.target))
-
-    walk(stmt, V())
-    return out
-
-
-def _bindings(node: cst.CSTNode) -> collections.Counter[str]:
-    """How often each name is bound in `node`, counted as `assigned_names` counts."""
-    out: collections.Counter[str] = collections.Counter()
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            out[n.name.value] += 1
-            return False
-
-        def visit_Lambda(self, n: cst.Lambda) -> bool:
-            return False
-
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            out.update(target_names(n.target))
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            out.update(target_names(n.target))
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            out.update(target_names(n.target))
-
-        def visit_For(self, n: cst.For) -> None:
-            out.update(target_names(n.target))
-
-        def visit_WithItem(self, n: cst.WithItem) -> None:
-            if n.asname is not None:
-                out.update(target_names(n.asname.name))
-
-    walk(node, V())
-    return out
-
-
-def _only_fills(stmt: cst.BaseCompoundStatement, var: str) -> bool:
-    """`stmt` reads `var` only to set its items (`var[k] = ...`, `var.update(...)`)."""
-    reads = [n for n in free_names(stmt) if n.value == var]
-    if not reads:
-        return False
-    sets: list[cst.SimpleStatementLine] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-            if _statement_kind(node, var) == "set":
-                sets.append(node)
-
-    walk(stmt, V())
-    in_sets = {id(n) for st in sets for n in free_names(st) if n.value == var}
-    # a set's value must not read the dict either (`var[k] = var[j]`)
-    for st in sets:
-        small = st.body[0]
-        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
-        if value is not None and any(n.value == var for n in free_names(value)):
-            return False
-    return all(id(n) in in_sets for n in reads)
-
-
-def _header_reads(stmt: cst.BaseStatement, var: str) -> bool:
-    """`stmt` reads `var` outside the simple statements of its blocks (a loop's iterable,
-    an if's test, a with item): those reads are seen by no other check."""
-    total = sum(n.value == var for n in free_names(stmt))
-    inner: list[cst.SimpleStatementLine] = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-            inner.append(node)
-            return False
-
-    walk(stmt, V())
-    return total > sum(n.value == var for st in inner for n in free_names(st))
-
-
-def _unchanged_between(
-    fn: cst.FunctionDef, stmt: cst.SimpleStatementLine, use: cst.CSTNode, name: str
-) -> bool:
-    """`stmt` and the statement holding `use` are in one block, with no loop around `use`
-    and no binding of `name` from `stmt` to it: the tensors passed at `use` are those that
-    `stmt` read."""
-    holder = _holder(fn, use)
-    if holder is None:
-        return False
-    block, at = holder
-    index = next((i for i, st in enumerate(block.body[:at]) if st is stmt), None)
-    if index is None:
-        return False
-    return not any(_bindings(st)[name] for st in block.body[index : at + 1])
-
-
-def _holder(fn: cst.FunctionDef, use: cst.CSTNode) -> tuple[cst.IndentedBlock, int] | None:
-    """The innermost block of the model_fn with a statement holding `use`, and its index;
-    None when a loop holds it."""
-    holder: tuple[cst.IndentedBlock, int] | None = None
-    for block in indented_blocks(fn, into_defs=False):  # outer blocks first
-        for i, stmt in enumerate(block.body):
-            if _contains(stmt, use):
-                holder = (block, i)
-                if isinstance(stmt, (cst.For, cst.While)):
-                    return None
-    return holder
-
-
-def _reaching_binding(
-    fn: cst.FunctionDef, name: str, use: cst.CSTNode
-) -> cst.SimpleStatementLine | None:
-    """The binding of `name` that every path to `use` goes through last, when the model_fn
-    binds it in several places (a metric built again in each mode's branch): a statement of
-    the block that holds `use`, before it, with no other binding of `name` in between and no
-    loop around `use` (a later binding could come round to it)."""
-    holder = _holder(fn, use)
-    if holder is None:
-        return None
-    block, at = holder
-    if _bindings(block.body[at])[name] and not isinstance(block.body[at], cst.SimpleStatementLine):
-        return None
-    for stmt in reversed(block.body[:at]):
-        if _bindings(stmt)[name]:
-            return stmt if isinstance(stmt, cst.SimpleStatementLine) else None
-    return None
-
-
 def _defining_statements(
     fn: cst.FunctionDef, var: str, helper: Callable[[cst.BaseExpression], bool]
 ) -> tuple[cst.IndentedBlock, list[int]]:
@@ -724,7 +563,7 @@ def _defining_statements(
     inside_fills: set[int] = set()
     for block in blocks:
         for stmt in block.body:
-            if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
+            if isinstance(stmt, (cst.For, cst.If, cst.With)) and flow.only_fills(stmt, var):
                 inside_fills.update(id(b) for b in indented_blocks(stmt))
     for block in blocks:
         if id(block) in inside_fills:
@@ -733,19 +572,21 @@ def _defining_statements(
             if not isinstance(stmt, cst.SimpleStatementLine):
                 if isinstance(stmt, cst.FunctionDef) and var in assigned_names(stmt):
                     continue  # its own `var` (a host_call_fn builds the dict again)
-                if isinstance(stmt, (cst.For, cst.If, cst.With)) and _only_fills(stmt, var):
+                if isinstance(stmt, (cst.For, cst.If, cst.With)) and flow.only_fills(stmt, var):
                     found.append((block, i, "set"))
-                elif _header_reads(stmt, var):
+                elif flow.header_reads(stmt, var):
                     # `for name, op in var.items():` (a summary per metric): the loop would
                     # iterate over (metric_fn, tensors)
                     other_reads += 1
                 continue
-            kind = _statement_kind(stmt, var, helper)
+            kind = flow.statement_kind(stmt, var, helper)
             if kind == "none":
                 continue  # `var = None`: what the spec gets in the modes without metrics
             if kind is not None:
                 found.append((block, i, kind))
-            elif any(n.value == var for n in free_names(stmt)) and not _only_spec_use(stmt, var):
+            elif any(n.value == var for n in free_names(stmt)) and not flow.only_spec_use(
+                stmt, var
+            ):
                 other_reads += 1
     inits = [f for f in found if f[2] == "init"]
     if len(inits) != 1:
@@ -759,58 +600,6 @@ def _defining_statements(
             "metrics by hand"
         )
     return block, [f[1] for f in found]
-
-
-def _only_spec_use(stmt: cst.SimpleStatementLine, var: str) -> bool:
-    """The statement reads `var` only as `eval_metric_ops=var`."""
-    reads = [n for n in free_names(stmt) if n.value == var]
-    uses = 0
-    for call in iter_calls(stmt):
-        arg = kwarg(call, "eval_metric_ops")
-        if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == var:
-            uses += 1
-    return uses == len(reads)
-
-
-def _statement_kind(
-    stmt: cst.SimpleStatementLine,
-    var: str,
-    helper: Callable[[cst.BaseExpression], bool] | None = None,
-) -> str | None:
-    if len(stmt.body) != 1:
-        return None
-    small = stmt.body[0]
-    if (
-        isinstance(small, cst.Assign)
-        and len(small.targets) > 1
-        and isinstance(small.value, cst.Name)
-        and small.value.value == "None"
-        and all(isinstance(t.target, cst.Name) for t in small.targets)
-        and any(dotted(t.target) == var for t in small.targets)
-    ):
-        return "none"  # `loss = train_op = var = None`: the modes without metrics
-    if isinstance(small, cst.Assign) and len(small.targets) == 1:
-        target = small.targets[0].target
-        if isinstance(target, cst.Name) and target.value == var:
-            value = small.value
-            if isinstance(value, cst.Dict) or (
-                isinstance(value, cst.Call) and dotted(value.func) == "dict"
-            ):
-                return "init"
-            if isinstance(value, cst.Name) and value.value == "None":
-                return "none"
-            if helper is not None and helper(value):
-                return "init"
-            return "reassign"
-        if isinstance(target, cst.Subscript) and dotted(target.value) == var:
-            return "set"
-    if (
-        isinstance(small, cst.Expr)
-        and isinstance(small.value, cst.Call)
-        and dotted(small.value.func) == f"{var}.update"
-    ):
-        return "set"
-    return None
 
 
 def _insert_before_statement(
@@ -827,10 +616,10 @@ def _insert_before_statement(
         ) -> cst.IndentedBlock:
             body: list[cst.BaseStatement] = []
             for orig, new in zip(original_node.body, updated_node.body):
-                if isinstance(orig, cst.SimpleStatementLine) and _contains(orig, spec):
+                if isinstance(orig, cst.SimpleStatementLine) and flow.contains(orig, spec):
                     body.append(metric_fn.with_changes(leading_lines=orig.leading_lines))
                     new = new.with_changes(leading_lines=())
-                    replaced = new.deep_replace(_find(new, spec), new_spec)
+                    replaced = new.deep_replace(flow.find_equal(new, spec), new_spec)
                     assert isinstance(replaced, cst.SimpleStatementLine)
                     new = replaced
                 body.append(new)
@@ -839,30 +628,3 @@ def _insert_before_statement(
     result = fn.visit(T())
     assert isinstance(result, cst.FunctionDef)
     return result
-
-
-def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-    class V(cst.CSTVisitor):
-        hit = False
-
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is target:
-                V.hit = True
-            return not V.hit
-
-    v = V()
-    walk(node, v)
-    return V.hit
-
-
-def _find(node: cst.CSTNode, target: cst.CSTNode) -> cst.CSTNode:
-    found: list[cst.CSTNode] = []
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if not found and n.deep_equals(target):
-                found.append(n)
-            return not found
-
-    walk(node, V())
-    return found[0]

@@ -89,8 +89,9 @@ def test_lambda_wrapped_model_fn_is_migrated_through_the_lambda() -> None:
     migrated = _migrated()
     assert "tf.compat.v1.estimator.tpu.TPUEstimator(" in migrated
     assert (
-        "lambda features, labels, mode, params: regression_model_fn(features, labels, mode, "
-        "HPARAMS, params=params)" in migrated
+        "lambda features, labels, mode, params: regression_model_fn(\n            features,\n"
+        "            labels,\n            mode,\n            HPARAMS,\n            params=params,\n"
+        in migrated
     )
     assert "def regression_model_fn(features, labels, mode, hparams, params):" in migrated
     assert "tf.compat.v1.estimator.tpu.TPUEstimatorSpec(" in migrated

@@ -70,7 +70,10 @@ def test_clip_read_at_run_time_is_expanded_without_a_finding(harness: ModuleType
     assert result.findings == []
     assert result.new_text is not None
     assert "optimize_loss(" not in result.new_text
-    assert "tpu_runtime.optimize_loss_clip_gradients(hp.clip_norm, gradients)" in result.new_text
+    assert (
+        "tpu_runtime.optimize_loss_clip_gradients(\n        hp.clip_norm,\n        gradients,\n"
+        in result.new_text
+    )
     assert 'if params["use_tpu"]:' in result.new_text
 
 

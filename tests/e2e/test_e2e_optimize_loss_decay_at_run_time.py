@@ -60,7 +60,7 @@ def test_decay_read_at_run_time_is_expanded_without_a_finding(harness: ModuleTyp
     assert result.findings == []
     assert result.new_text is not None
     assert "optimize_loss(" not in result.new_text
-    assert "tpu_runtime.optimize_loss_learning_rate(hp.decay, " in result.new_text
+    assert "tpu_runtime.optimize_loss_learning_rate(\n        hp.decay,\n" in result.new_text
     assert "if hp.decay is not None:" in result.new_text
 
 
