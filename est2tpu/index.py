@@ -5,7 +5,7 @@ because `train`/`evaluate`/`predict`, a `TrainSpec` or an `EvalSpec` is given it
 module or in another one (`Estimator(model_fn=model.model_fn)`), through factories that
 return closures, lambdas and `functools.partial`. Names never decide.
 
-This module is the model the rules read (`ProjectIndex` and its plans); `est2tpu.indexer`
+This module is the model the rules read (`ProjectIndex` and its plans); `est2tpu.project.build`
 builds it, `est2tpu.tfapi` names the API it is about.
 """
 
