@@ -33,10 +33,13 @@ from est2tpu.index import (
 from est2tpu.names import dotted
 from est2tpu.project.calls import (
     arg_index,
+    assigned_attributes,
     assigned_in,
     bind_call,
     bind_index,
+    body_statements,
     default_of,
+    instance_receiver,
     subscript_head,
     substituted,
     unread_params,
@@ -47,6 +50,7 @@ from est2tpu.tfapi import (
     DEFAULT_NUMPY_BATCH,
     NUMPY_INPUTS,
     SHIM,
+    call_kind,
 )
 
 
@@ -228,10 +232,60 @@ class BatchSources(UseScope):
                 # Estimator is built, if the name is bound to it there too.
                 self.forward_params(plan, site, via_lambda, commit)
                 return BatchSize(mode, self.code_of(owner_src, size), visible)
+        instance = self.instance_attribute_at_ctor(owner_src, target_key, size)
+        if instance is not None:
+            # `.batch(self.batch_size)` in a method of the class whose `__init__` sets
+            # `self.batch_size` and then builds the Estimator: the same attribute there
+            self.forward_params(plan, site, via_lambda, commit)
+            return BatchSize(mode, instance, True)
         plan.problems.append(
             f"the batch size `{self.code_of(owner_src, size)}` is not a literal, a module "
             "constant or an argument; move it to the TPUEstimator and read params['batch_size']"
         )
+        return None
+
+    def instance_attribute_at_ctor(
+        self, owner_src: SourceModule, target_key: FnKey, size: cst.BaseExpression
+    ) -> str | None:
+        """`self.batch_size` read by a method of the class that builds the Estimator in
+        another method, which sets that attribute (once in the class) before it builds the
+        Estimator: the attribute as the constructor's method spells it."""
+        if not isinstance(size, cst.Attribute) or not isinstance(size.value, cst.Name):
+            return None
+        owner = target_key[1].rpartition(".")[0]
+        fn = self.ix.fn(target_key)
+        if (
+            not owner
+            or owner in owner_src.defs
+            or self.ctor_path != owner_src.path
+            or self.ctor_scope is None
+            or self.ctor_scope.rpartition(".")[0] != owner
+            or instance_receiver(fn) != size.value.value
+        ):
+            return None
+        ctor_fn = owner_src.defs.get(self.ctor_scope)
+        receiver = instance_receiver(ctor_fn) if ctor_fn is not None else None
+        if ctor_fn is None or receiver is None:
+            return None
+        attribute = size.attr.value
+        setters = [
+            path
+            for path, method in owner_src.defs.items()
+            if path.rpartition(".")[0] == owner
+            and f"{instance_receiver(method)}.{attribute}" in assigned_attributes(method)
+        ]
+        if setters != [self.ctor_scope]:
+            return None
+        spelled = f"{receiver}.{attribute}"
+        for stmt in body_statements(ctor_fn):
+            if any(call_kind(owner_src.imports, c.func) == "ctor" for c in iter_calls(stmt)):
+                return None  # built before the attribute is set
+            if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Assign)
+                and any(dotted(t.target) == spelled for t in small.targets)
+                for small in stmt.body
+            ):
+                return spelled
         return None
 
     def through_helper(

@@ -49,7 +49,7 @@ class Indexer(ProjectFacts):
                 self._restart()
                 continue
             unsized = self.unsized_training()
-            refused = self.unselected_conversions() | unsized
+            refused = self.unselected_conversions() | unsized | self.flags_batch_changed()
             if not refused:
                 return index
             self.forced.update(refused)
@@ -87,6 +87,28 @@ class Indexer(ProjectFacts):
                     "or predict calls (they reach it through the attribute that holds it), so "
                     "it finds no batch size for the constructor; convert it by hand, with "
                     "train_batch_size"
+                )
+        return found
+
+    def flags_batch_changed(self) -> dict[CallKey, str]:
+        """Estimators given all the flags as params (`vars(args)`) whose model_fn reads
+        params["batch_size"], which the TPUEstimator fills from its batch sizes: an input
+        function batching by another size than that flag would change what the model_fn
+        reads, so the Estimator stays as it is."""
+        found: dict[CallKey, str] = {}
+        for key, plan in self.index.ctors.items():
+            if not plan.convert or key in self.forced or plan.flags_batch is None:
+                continue
+            others = sorted(
+                {b.code for sizes in plan.batch_sizes.values() for b in sizes} - {plan.flags_batch}
+            )
+            if others:
+                found[key] = (
+                    "Estimator left as it is: its params hold every flag, 'batch_size' among "
+                    "them, a key TPUEstimator reserves and fills with its own batch sizes, and "
+                    f"the model_fn reads params['batch_size'] ({plan.flags_batch}) while an "
+                    f"input function batches by {others[0]}; TPUEstimator would hand the "
+                    "model_fn that size instead. Convert it by hand"
                 )
         return found
 

@@ -27,9 +27,35 @@ from est2tpu.names import dotted
 from est2tpu.project.facts import ProjectFacts, Scoped
 
 
+def positional_names(fn: cst.FunctionDef, call: cst.Call) -> list[str]:
+    """The parameters a call's positional arguments fill, in order: a method called through
+    an instance or its class (`self.input_fn(x, y)`, `cls.make(x)`) fills them after its
+    receiver (`self`, `cls`)."""
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    decorators = {dotted(d.decorator) for d in fn.decorators}
+    receiver = "cls" if "classmethod" in decorators else "self"
+    if (
+        isinstance(call.func, cst.Attribute)
+        and names[:1] == [receiver]
+        and "staticmethod" not in decorators
+    ):
+        return names[1:]
+    return names
+
+
+def instance_receiver(fn: cst.FunctionDef) -> str | None:
+    """The first parameter of a def taken as a method of an instance (`self`), unless it is
+    a staticmethod or classmethod (whether the def is in a class is the caller's to know)."""
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    decorators = {dotted(d.decorator) for d in fn.decorators}
+    if not names or decorators & {"staticmethod", "classmethod"}:
+        return None
+    return names[0]
+
+
 def bind_call(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
     """Map a def's parameter names to the expressions a call passes for them."""
-    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    names = positional_names(fn, call)
     bound: dict[str, cst.BaseExpression] = {}
     positional = [a for a in call.args if a.keyword is None and not a.star]
     for name, arg in zip(names, positional):
@@ -42,7 +68,7 @@ def bind_call(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpressi
 
 def bind_index(fn: cst.FunctionDef, call: cst.Call) -> dict[str, int]:
     """Map a def's parameter names to the index in `call.args` of the argument for them."""
-    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    names = positional_names(fn, call)
     found: dict[str, int] = {}
     positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]
     for name, i in zip(names, positional):

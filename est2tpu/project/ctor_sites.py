@@ -54,15 +54,22 @@ class CtorSites(UseScope):
         if isinstance(literal, cst.Name):
             binding, literal = self.params_dict(node, literal.value)
         plan.params_keys = dict_keys(literal) if params is not None else frozenset()
-        if isinstance(literal, cst.Call) and binding is not None:
-            # `params = FLAGS.flag_values_dict()` / `vars(args)`, with a batch_size flag
+        flags = self.flags_holder(literal) if isinstance(literal, cst.Call) else None
+        if flags is not None and (binding is not None or self.defines_batch_size_flag(flags)):
+            # `params = FLAGS.flag_values_dict()` / `vars(args)`, with a batch_size flag: the
+            # TPUEstimator gets a copy without the key, and fills it from its batch sizes
+            assert isinstance(literal, cst.Call)
+            plan.params_copy = binding[1] if binding is not None else self.code(literal)
             if plan.model_fn_reads_batch_size:
-                return (
-                    f"params `{binding[1]}` holds every flag, 'batch_size' among them, a key "
-                    "TPUEstimator reserves (and the model_fn reads it, which breaks export); "
-                    "rename it and its readers by hand"
-                )
-            plan.params_copy = binding[1]
+                if self.ix.mentioning("export_saved") or self.ix.mentioning("export_savedmodel"):
+                    return (
+                        "params holds every flag, 'batch_size' among them, a key TPUEstimator "
+                        "reserves and fills when it trains, evaluates and predicts, not when "
+                        "it exports, and the model_fn reads it; hand the model_fn the batch "
+                        "size another way by hand"
+                    )
+                plan.flags_batch = f"{self.code(flags)}.batch_size"
+                plan.params_batch = plan.flags_batch
         if isinstance(literal, cst.Dict):
             reserved = sorted(
                 str(el.key.evaluated_value)
@@ -204,6 +211,36 @@ class CtorSites(UseScope):
         if isinstance(value, cst.Call) and flags and BATCH_SIZE_FLAG.search(self.src.text):
             return (scope, name, fn), value
         return None, None
+
+    def defines_batch_size_flag(self, holder: cst.BaseExpression) -> bool:
+        """Whether the module that makes the flags `holder` holds (this one, or the project
+        module it is imported from: `from settings import args`) defines a batch_size flag."""
+        if BATCH_SIZE_FLAG.search(self.src.text):
+            return True
+        head = (dotted(holder) or "").partition(".")[0]
+        target = self.src.relative.get(head) or self.src.imports.bindings.get(head)
+        module = self.ix.module_for(target.rpartition(".")[0], self.src.path) if target else None
+        return module is not None and BATCH_SIZE_FLAG.search(module.text) is not None
+
+    def flags_holder(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The object whose values a dict of the program's flags is made of: `args` in
+        `vars(args)`, `FLAGS` in `FLAGS.flag_values_dict()`; None for another call."""
+        func = call.func
+        if (
+            not call.args
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "flag_values_dict"
+        ):
+            return func.value
+        if (
+            dotted(func) == "vars"
+            and len(call.args) == 1
+            and not call.args[0].keyword
+            and not call.args[0].star
+            and "vars" not in self.src.imports.bindings
+        ):
+            return call.args[0].value
+        return None
 
     def reserved_flags(self, expr: cst.BaseExpression) -> tuple[str, list[str]]:
         """The keys TPUEstimator reserves that `FLAGS.flag_values_dict()` (passed as params,

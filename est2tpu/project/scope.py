@@ -82,7 +82,9 @@ class TopLevel:
         return None
 
 
-def unwrap_partial(collector: UseScope, expr: cst.BaseExpression) -> cst.BaseExpression:
+def unwrap_partial(collector: UseScope | TopLevel, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The function `functools.partial(f, ...)` wraps (`expr` itself when it is no partial),
+    read where `collector` stands."""
     if isinstance(expr, cst.Call):
         qn = collector.src.imports.qualify(expr.func)
         if qn == "functools.partial" and expr.args:
@@ -215,6 +217,28 @@ class UseScope(Scoped):
     def bind(self, table: Bindings[T], name: str, value: T) -> None:
         self.seq += 1  # a binding is a position of its own: a use before it never sees it
         table.setdefault((self.here, name), []).append((self.seq, value))
+
+    def class_of_instance(self, target: str) -> str | None:
+        """The class whose instance `target` (`self.estimator`) is an attribute of, when
+        this walk is in one of its methods and `self` is the method's first parameter."""
+        head, dot, _ = target.partition(".")
+        fn = self.src.defs.get(self.here)
+        owner = self.here.rpartition(".")[0]
+        if not dot or fn is None or not owner or owner in self.src.defs:
+            return None
+        params = fn.params.params
+        if not params or params[0].name.value != head:
+            return None
+        if any(dotted(d.decorator) in ("staticmethod", "classmethod") for d in fn.decorators):
+            return None
+        return owner
+
+    def bind_attribute(self, table: Bindings[T], target: str, value: T) -> None:
+        """`self.estimator = Estimator(...)` in a method: every method of the class reads
+        it (bound at the class's scope, which the methods' lookups reach)."""
+        owner = self.class_of_instance(target)
+        if owner is not None:
+            table.setdefault((owner, target), []).append((self.seq, value))
 
     def lookup(self, table: Bindings[T], name: str) -> T | None:
         """The binding of `name` live at the current position (`self.seq`).
@@ -455,6 +479,20 @@ class UseScope(Scoped):
         flag else b`, `MODELS[FLAGS.model]`: each; an alias: the one it names), or None
         when one of them is not a project def."""
         options = value_query.choices(self, expr)
+        # `functools.partial(MODELS[hp.model], lr=...)`: what the partial wraps may be each
+        # of several (the partial itself stays, around the converted def)
+        expanded: list[value_query.Choice] = []
+        for where, option in options:
+            inner = (
+                unwrap_partial(where, option) if isinstance(where, UseScope | TopLevel) else option
+            )
+            expanded += (
+                value_query.choices(where, inner) if inner is not option else [(where, option)]
+            )
+        if len(expanded) != len(options) or any(
+            e[1] is not o[1] for e, o in zip(expanded, options)
+        ):
+            options = expanded
         if len(options) == 1 and options[0][1] is expr:
             key = self.model_fn_of(expr)
             return [key] if key is not None else None

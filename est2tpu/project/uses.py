@@ -220,6 +220,7 @@ class UseCollector(InputFns, CtorSites):
                 self.ctor_seq[key] = self.seq
             if target is not None and kind == "ctor":
                 self.bind(self.estimators, target, key)
+                self.bind_attribute(self.estimators, target, key)
             elif target is not None and kind == "numpy":
                 self.bind(self.numpy_inputs, target, node)
         name = self.src.imports.tf_name(node.func)
