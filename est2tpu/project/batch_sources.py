@@ -274,18 +274,34 @@ class BatchSources(UseScope):
             if path.rpartition(".")[0] == owner
             and f"{instance_receiver(method)}.{attribute}" in assigned_attributes(method)
         ]
-        if setters != [self.ctor_scope]:
+        init = f"{owner}.__init__"
+        if setters == [self.ctor_scope]:
+            setter = ctor_fn
+        elif setters == [init]:
+            # set by __init__, and the Estimator built by another method: before __init__
+            # calls any method of the instance, every method sees it
+            setter = owner_src.defs[init]
+        else:
             return None
-        spelled = f"{receiver}.{attribute}"
-        for stmt in body_statements(ctor_fn):
-            if any(call_kind(owner_src.imports, c.func) == "ctor" for c in iter_calls(stmt)):
-                return None  # built before the attribute is set
+        receiver_of_setter = instance_receiver(setter)
+        set_as = f"{receiver_of_setter}.{attribute}"
+        for stmt in body_statements(setter):
+            if any(
+                call_kind(owner_src.imports, c.func) == "ctor"
+                or (
+                    setter is not ctor_fn
+                    and isinstance(c.func, cst.Attribute)
+                    and dotted(c.func.value) == receiver_of_setter
+                )
+                for c in iter_calls(stmt)
+            ):
+                return None  # built (or a method run) before the attribute is set
             if isinstance(stmt, cst.SimpleStatementLine) and any(
                 isinstance(small, cst.Assign)
-                and any(dotted(t.target) == spelled for t in small.targets)
+                and any(dotted(t.target) == set_as for t in small.targets)
                 for small in stmt.body
             ):
-                return spelled
+                return f"{receiver}.{attribute}"
         return None
 
     def through_helper(

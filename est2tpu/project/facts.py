@@ -319,12 +319,13 @@ class ProjectFacts:
             )
         return self.package_dirs[key]
 
-    def resolve_model_fn(
+    def resolve_callable(
         self, src: SourceModule, scope: str, expr: cst.BaseExpression
     ) -> FnKey | None:
-        """The def a model_fn argument names: a function (see `resolve_fn`), or a method of
-        a class of this module, as `self.model_fn` inside the class, `Model.model_fn` or
-        `Model(hparams).model_fn` (Estimator calls a bound method without `self`)."""
+        """The def a model_fn or input_fn argument names: a function (see `resolve_fn`), or a
+        method of a class of this module, as `self.model_fn` inside the class,
+        `Model.model_fn` or `Model(hparams).model_fn` (Estimator calls a bound method
+        without `self`)."""
         key = self.resolve_fn(src, scope, expr)
         if key is not None or not isinstance(expr, cst.Attribute):
             return key

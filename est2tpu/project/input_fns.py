@@ -119,7 +119,7 @@ class InputFns(BatchSources):
             if not isinstance(body, cst.Call):
                 site.problems.append("the input_fn lambda does not call a function")
                 return None
-            target_key = self.ix.resolve_model_fn(self.src, self.here, body.func)
+            target_key = self.ix.resolve_callable(self.src, self.here, body.func)
             if target_key is None and is_get_next(body):
                 site.problems.append(
                     "the input_fn lambda returns tensors from an iterator (`get_next()`): "
@@ -209,7 +209,7 @@ class InputFns(BatchSources):
             target_key = inner
             bindings = bind_call(self.ix.fn(factory), made)
         else:
-            target_key = self.ix.resolve_fn(self.src, self.here, expr)
+            target_key = self.ix.resolve_callable(self.src, self.here, expr)
             if target_key is None:
                 site.problems.append(
                     "input_fn could not be resolved to a function in this project; it must "

@@ -76,7 +76,7 @@ class TopLevel:
         return None
 
     def is_definition(self, expr: cst.BaseExpression) -> bool:
-        return self.ix.resolve_model_fn(self.src, "", expr) is not None
+        return self.ix.resolve_callable(self.src, "", expr) is not None
 
     def module_of(self, expr: cst.BaseExpression) -> value_query.Scope | None:
         return None
@@ -204,6 +204,11 @@ class UseScope(Scoped):
         target = dotted(node.targets[0].target)
         if target is None:
             return
+        if self.class_of_instance(target) is not None:
+            # `self.estimator = self.create_estimator()`: what a method of the class (or a
+            # project function) returns, which every method reads
+            self.bind(self.values, target, node.value)
+            self.bind_attribute(self.values, target, node.value)
         self.assign_targets[id(node.value)] = target
         name = self.src.imports.tf_name(node.value.func)
         if name is None and call_kind(self.src.imports, node.value.func) is None:
@@ -281,7 +286,7 @@ class UseScope(Scoped):
         return self.lookup(self.assigned, name)
 
     def is_definition(self, expr: cst.BaseExpression) -> bool:
-        return self.ix.resolve_model_fn(self.src, self.here, expr) is not None
+        return self.ix.resolve_callable(self.src, self.here, expr) is not None
 
     def module_of(self, expr: cst.BaseExpression) -> value_query.Scope | None:
         name = dotted(expr)
@@ -315,7 +320,7 @@ class UseScope(Scoped):
             return key
         value = self.lookup(self.values, name)
         if isinstance(value, cst.Call):
-            builder = self.ix.resolve_fn(self.src, self.here, value.func)
+            builder = self.ix.resolve_callable(self.src, self.here, value.func)
             returned = self.ix.returned_ctors.get(builder) if builder is not None else None
             if builder is not None and returned is not None and len(returned) == 1:
                 key = next(iter(returned))
@@ -365,7 +370,7 @@ class UseScope(Scoped):
             if factory is None or factory[1] not in self.ix.modules[factory[0]].defs:
                 return None
             return returned_def(self.ix, factory)
-        key = self.ix.resolve_fn(self.src, self.here, expr)
+        key = self.ix.resolve_callable(self.src, self.here, expr)
         if key is None and isinstance(expr, cst.Name) and depth < 4:
             value = self.lookup(self.values, expr.value)
             if value is not None:
@@ -499,7 +504,7 @@ class UseScope(Scoped):
         keys = [
             self.model_fn_of(option)
             if where is self
-            else self.ix.resolve_model_fn(where.src, "", option)
+            else self.ix.resolve_callable(where.src, "", option)
             if isinstance(where, TopLevel)
             else None
             for where, option in options
@@ -510,18 +515,18 @@ class UseScope(Scoped):
 
     def model_fn_of(self, expr: cst.BaseExpression) -> FnKey | None:
         """The project def an Estimator's model_fn argument runs: named (see
-        `Indexer.resolve_model_fn`), wrapped in `functools.partial`, returned by a project
+        `Indexer.resolve_callable`), wrapped in `functools.partial`, returned by a project
         factory (`make_model_fn(hparams)`: the def it returns), or held in a name bound to
         one of those."""
         expr = unwrap_partial(self, expr)
-        key = self.ix.resolve_model_fn(self.src, self.here, expr)
+        key = self.ix.resolve_callable(self.src, self.here, expr)
         if key is not None:
             return key
         if isinstance(expr, cst.Name):
             held = self.lookup(self.values, expr.value)
             if isinstance(held, cst.Call):
                 expr = unwrap_partial(self, held)
-                key = self.ix.resolve_model_fn(self.src, self.here, expr)
+                key = self.ix.resolve_callable(self.src, self.here, expr)
                 if key is not None or expr is not held:
                     return key
         if isinstance(expr, cst.Call):
@@ -563,7 +568,7 @@ class UseScope(Scoped):
             return fn_key
         if any(list(iter_calls(a.value)) for a in body.args):
             return fn_key  # computes some of the model itself: it is (part of) the model_fn
-        inner = self.ix.resolve_model_fn(src, scope, body.func)
+        inner = self.ix.resolve_callable(src, scope, body.func)
         if inner is None or inner == fn_key:
             return fn_key
         inner_fn = self.ix.fn(inner)
