@@ -386,12 +386,14 @@ class InputFnBatchSize(Rule):
             return updated_node
         if method == "evaluate" and site.tpu and kwarg(original_node, "steps") is None:
             positional = [a for a in original_node.args if a.keyword is None]
-            sized = site.sized_input or site.examples_code is not None
             # under --no-runtime there is no tpu_runtime.evaluate: the finding stays
-            if len(positional) < 2 and sized and not site.problems and self.state.use_runtime:
-                # A numpy/pandas input knows its length, and so do the arrays a
-                # from_tensor_slices input reads once: on TPU the runtime counts the steps,
-                # elsewhere it evaluates to the end of the input, as before.
+            if len(positional) < 2 and not site.problems and self.state.use_runtime:
+                # On TPU the runtime counts the steps: a numpy/pandas input knows its
+                # length, and so do the arrays a from_tensor_slices input reads once; of
+                # any other input it counts the whole batches once (tf.data cardinality
+                # says when it repeats without end). Elsewhere it evaluates to the end of
+                # the input, as before.
+                updated_node = self._lambda_takes_params(original_node, updated_node, site)
                 assert isinstance(updated_node.func, cst.Attribute)
                 self.record(original_node, "evaluate() steps counted from the input on TPU")
                 call = updated_node.with_changes(
@@ -415,6 +417,12 @@ class InputFnBatchSize(Rule):
                 and steps.value.value == "None"
             ):
                 return self._eval_spec_to_the_end(original_node, updated_node, site)
+        return self._lambda_takes_params(original_node, updated_node, site)
+
+    def _lambda_takes_params(
+        self, original_node: cst.Call, updated_node: cst.Call, site: UseSite
+    ) -> cst.Call:
+        """The call with its input_fn lambda taking `params` (where the site needs it)."""
         if not site.lambda_params:
             return updated_node
         arg = kwarg(updated_node, "input_fn") or next(
@@ -439,7 +447,8 @@ class InputFnBatchSize(Rule):
         tpu_runtime.train_and_evaluate (TPU012) keeps that on CPU/GPU and on a TPU, which
         cannot see the end, evaluates the whole batches of an input whose length it knows:
         the shim's numpy/pandas input functions carry it; an input function that reads
-        module-level arrays once is marked with them by `tpu_runtime.sized_input_fn`.
+        module-level arrays once is marked with them by `tpu_runtime.sized_input_fn`; of
+        any other, the runtime counts the whole batches once.
         """
         arg = kwarg(updated_node, "input_fn") or next(
             (a for a in updated_node.args if a.keyword is None), None
@@ -448,9 +457,6 @@ class InputFnBatchSize(Rule):
             return updated_node  # marked by a run before
         if site.problems or not self.state.use_runtime or arg is None:
             pass
-        elif site.sized_input:
-            self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
-            return updated_node
         elif site.examples_code is not None and isinstance(arg.value, cst.Name):
             self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
             marked = with_kwarg(
@@ -461,12 +467,17 @@ class InputFnBatchSize(Rule):
             return updated_node.with_changes(
                 args=[a.with_changes(value=marked) if a is arg else a for a in updated_node.args]
             )
+        else:
+            # the shim's numpy/pandas input knows its length; of any other input,
+            # tpu_runtime.train_and_evaluate counts the whole batches on TPU
+            # (est2tpu.runtime.inputs.whole_batches)
+            self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
+            return updated_node
         self.refuse(
             original_node,
             "EvalSpec(steps=None): TPU evaluation cannot stop at the end of the input, and "
-            "est2tpu cannot tell the input's length (only of numpy/pandas inputs and of "
-            "module-level arrays a from_tensor_slices input reads once); give a number of "
-            "steps",
+            "without est2tpu.runtime (--no-runtime) nothing counts the input's batches; give "
+            "a number of steps",
         )
         return updated_node
 
