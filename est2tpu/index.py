@@ -5,7 +5,7 @@ because `train`/`evaluate`/`predict`, a `TrainSpec` or an `EvalSpec` is given it
 module or in another one (`Estimator(model_fn=model.model_fn)`), through factories that
 return closures, lambdas and `functools.partial`. Names never decide.
 
-This module is the model the rules read (`ProjectIndex` and its plans); `est2tpu.indexer`
+This module is the model the rules read (`ProjectIndex` and its plans); `est2tpu.project.build`
 builds it, `est2tpu.tfapi` names the API it is about.
 """
 
@@ -122,6 +122,11 @@ class CtorPlan:
     # `params=<name>` whose dict may hold "batch_size" and stays as it is (read elsewhere, or
     # all the flags): the TPUEstimator gets a copy without the key
     params_copy: str | None = None
+    # the params are all the program's flags (`vars(args)`, `FLAGS.flag_values_dict()`),
+    # "batch_size" among them, and the model_fn reads params["batch_size"]: the flag's read
+    # where the Estimator is built (`args.batch_size`), which every batch size of the
+    # TPUEstimator must be for the model_fn to read the value it read before
+    flags_batch: str | None = None
     # its model_fn argument is a wrapper (a lambda, or a def that only returns a call) of
     # `model_fn`: the wrapper's key in ProjectIndex.model_fn_wrappers, and whether it must
     # still take and forward TPUEstimator's params

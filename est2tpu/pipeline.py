@@ -25,9 +25,10 @@ from est2tpu.cstutil import starts
 from est2tpu.engine import is_selected, migrate_module, parse_split, select_rules
 from est2tpu.ftypes import FileResult, Finding, MigrationError, Position, Status, Target
 from est2tpu.index import ProjectIndex, SourceModule
-from est2tpu.indexer import Indexer, nearest_claim
 from est2tpu.names import ImportTable, canonical_tf, spelled_in_code
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
+from est2tpu.project.build import Indexer
+from est2tpu.project.facts import nearest_claim
 from est2tpu.rule import FileState, Rule
 from est2tpu.runner import (
     Candidate,

@@ -141,6 +141,7 @@ MODEL_SHAPES = (
     "factory",  # get_model_fn(8) returns a nested def
     "method",  # Trainer().model_fn, self.model_fn
     "staticmethod",  # Models.model_fn
+    "partial_of_pick",  # functools.partial(MODELS[hp.model], hidden=8), hp a SimpleNamespace
 )
 BATCH_SOURCES = (
     "literal",  # 32
@@ -150,6 +151,9 @@ BATCH_SOURCES = (
     "hparams",  # an hparams object handed to the input function; it reads .batch_size
     "config_dict",  # CONFIG["batch_size"]
     "closure",  # a variable of main() the input function closes over
+    # argparse parsed at import, params=vars(args) (batch_size among them) given to the
+    # Estimator, and the model_fn reads params["batch_size"]
+    "args_params",
 )
 BATCH_PLACES = ("same", "other")  # the task module, or a settings module it imports
 INPUT_SHAPES = (
@@ -162,6 +166,11 @@ INPUT_SHAPES = (
     "direct_and_lambda",  # input_fn() called to look at the data, and lambda: input_fn()
 )
 LAYOUTS = ("one_module", "model_task", "package", "notebook")
+# Where the Estimator lives: a local of main(), or the attribute of a trainer class that
+# builds it in __init__ (which sets self.batch_size from its argument first) and trains and
+# evaluates it in other methods, with methods as input functions; or the same class whose
+# __init__ holds the Estimator a method of it builds and returns
+HOLDERS = ("local", "trainer_class", "trainer_method")
 
 TRAIN_STEPS = 20
 SIZE = 32
@@ -174,10 +183,12 @@ class Composition:
     place: str
     inputs: str
     layout: str
+    holder: str = "local"
 
     @property
     def name(self) -> str:
-        return f"{self.model}-{self.batch}-{self.place}-{self.inputs}-{self.layout}"
+        name = f"{self.model}-{self.batch}-{self.place}-{self.inputs}-{self.layout}"
+        return name if self.holder == "local" else f"{name}-{self.holder}"
 
     def valid(self) -> str | None:
         """Why this combination is not a program (None: it is one)."""
@@ -185,6 +196,12 @@ class Composition:
             return "a literal or a closure variable lives where it is used"
         if self.model == "module_attr" and self.layout in ("one_module", "notebook"):
             return "a model module needs a layout with one"
+        if self.holder != "local" and self.inputs not in ("direct", "lambda"):
+            return "a trainer class's input functions are its methods"
+        if self.holder != "local" and self.batch == "args_params":
+            # Not yet migrated: the model_fn reads params["batch_size"] (args.batch_size) and
+            # the input functions batch by self.batch_size, the same value by another name.
+            return "refused: a trainer class's batch size and all the flags as params"
         return None
 
     # -- the pieces -------------------------------------------------------------------
@@ -211,6 +228,14 @@ class Composition:
                 f'_parser.add_argument("--batch_size", type=int, default={SIZE})',
                 "args, _ = _parser.parse_known_args()",
             ],
+            "args_params": [
+                "import argparse",
+                "",
+                "_parser = argparse.ArgumentParser()",
+                f'_parser.add_argument("--batch_size", type=int, default={SIZE})',
+                '_parser.add_argument("--learning_rate", type=float, default=0.05)',
+                "args, _ = _parser.parse_known_args()",
+            ],
             "hparams": ["import argparse", "", f"HPARAMS = argparse.Namespace(batch_size={SIZE})"],
             "config_dict": [f'CONFIG = {{"batch_size": {SIZE}}}'],
             "closure": [],
@@ -222,6 +247,7 @@ class Composition:
             "constant": ["BATCH_SIZE"],
             "flags": ["FLAGS"],
             "argparse": ["args"],
+            "args_params": ["args"],
             "hparams": ["HPARAMS"],
             "config_dict": ["CONFIG"],
         }.get(self.batch, [])
@@ -233,6 +259,7 @@ class Composition:
             "constant": "BATCH_SIZE",
             "flags": "FLAGS.batch_size",
             "argparse": "args.batch_size",
+            "args_params": "args.batch_size",
             "hparams": "hparams",
             "config_dict": 'CONFIG["batch_size"]',
             "closure": "batch_size",
@@ -247,12 +274,12 @@ class Composition:
 
     def _model(self) -> str:
         """The model module: model_fn (and the variants the shapes name)."""
-        hidden = "hidden" if self.model in ("partial", "factory") else "8"
+        hidden = "hidden" if self.model in ("partial", "factory", "partial_of_pick") else "8"
+        x = 'features["x"]'
+        if self.batch == "args_params":
+            x = 'tf.reshape(features["x"], [params["batch_size"], 3])'
         body = [
-            (
-                f'    hidden_layer = tf.compat.v1.layers.dense(features["x"], {hidden}, '
-                "activation=tf.nn.relu)"
-            ),
+            (f"    hidden_layer = tf.compat.v1.layers.dense({x}, {hidden}, activation=tf.nn.relu)"),
             "    output = tf.compat.v1.layers.dense(hidden_layer, 1)",
             "    loss = tf.compat.v1.losses.mean_squared_error(labels, output)",
             "    optimizer = tf.compat.v1.train.AdamOptimizer(0.05)",
@@ -267,6 +294,15 @@ class Composition:
             ),
         ]
         text = "import functools\n\nimport tensorflow as tf\n\n\n"
+        if self.model == "partial_of_pick":
+            return (
+                text
+                + "def model_fn(features, labels, mode, params, hidden):\n"
+                + "\n".join(body)
+                + "\n\n\ndef wide_model_fn(features, labels, mode, params, hidden):\n"
+                + "\n".join(body).replace(", hidden,", ", hidden * 2,")
+                + '\n\n\nMODELS = {"dnn": model_fn, "wide": wide_model_fn}\n'
+            )
         if self.model == "partial":
             return (
                 text
@@ -333,6 +369,10 @@ class Composition:
             "factory": ([f"chosen_fn = {p}get_model_fn(8)"], "chosen_fn"),
             "method": ([f"trainer = {p}Trainer()"], "trainer.model_fn"),
             "staticmethod": ([], f"{p}Models.model_fn"),
+            "partial_of_pick": (
+                ['hp = types.SimpleNamespace(model="dnn", hidden=8)'],
+                f"functools.partial({p}MODELS[hp.model], hidden=hp.hidden)",
+            ),
         }[self.model]
 
     def _inputs_module(self) -> str:
@@ -475,9 +515,12 @@ class Composition:
             "direct_and_lambda",
         )
         defs = "" if nested else self._input_defs("")
-        if self.inputs in ("factory_other", "spec_helper", "numpy"):
+        if self.inputs in ("factory_other", "spec_helper", "numpy") or self.holder != "local":
             defs = ""
         before, model_arg = self._model_arg(model_prefix)
+        params = ["        params=vars(args),"] if self.batch == "args_params" else []
+        if self.holder != "local":
+            defs = self._trainer_class(before, model_arg, params)
         main = [
             "def main(argv=None):",
             "    parser = argparse.ArgumentParser()",
@@ -491,17 +534,28 @@ class Composition:
             main.append(f"    batch_size = {SIZE}")
         if self.batch == "hparams":
             main.append("    hparams = HPARAMS")
-        if nested:
+        if nested and self.holder == "local":
             main.append(self._input_defs("    ").rstrip("\n"))
+        main.append("    tf.keras.utils.set_random_seed(SEED)")
+        if self.holder != "local":
+            size = "hparams.batch_size" if self.batch == "hparams" else self._batch_value()
+            main += [
+                f"    experiment = Experiment(known.model_dir, {size})",
+                f"    experiment.train({TRAIN_STEPS})",
+                "    metrics = experiment.evaluate()",
+            ]
+        else:
+            main += [
+                *("    " + line for line in before),
+                "    estimator = tf.estimator.Estimator(",
+                f"        model_fn={model_arg},",
+                "        model_dir=known.model_dir,",
+                "        config=tf.estimator.RunConfig(tf_random_seed=SEED),",
+                *params,
+                "    )",
+                *("    " + line for line in self._uses(inputs_name)),
+            ]
         main += [
-            "    tf.keras.utils.set_random_seed(SEED)",
-            *("    " + line for line in before),
-            "    estimator = tf.estimator.Estimator(",
-            f"        model_fn={model_arg},",
-            "        model_dir=known.model_dir,",
-            "        config=tf.estimator.RunConfig(tf_random_seed=SEED),",
-            "    )",
-            *("    " + line for line in self._uses(inputs_name)),
             '    with open(known.results, "w") as f:',
             "        json.dump(",
             '            {"metrics": {k: float(v) for k, v in metrics.items()},',
@@ -511,6 +565,72 @@ class Composition:
         ]
         return data + ("\n\n" + defs if defs else "") + "\n\n" + "\n".join(main) + "\n"
 
+    def _trainer_class(self, before: list[str], model_arg: str, params: list[str]) -> str:
+        """The trainer class (holder == "trainer_class"): the Estimator an attribute of it,
+        built in __init__ after self.batch_size; input functions are its methods."""
+        ctor = [
+            *("        " + line for line in before),
+            "        self.estimator = tf.estimator.Estimator(",
+            f"            model_fn={model_arg},",
+            "            model_dir=model_dir,",
+            "            config=tf.estimator.RunConfig(tf_random_seed=SEED),",
+            *("    " + line for line in params),
+            "        )",
+        ]
+        lines = [
+            "class Experiment:",
+            "    def __init__(self, model_dir, batch_size):",
+            "        self.batch_size = batch_size",
+        ]
+        if self.holder == "trainer_method":
+            lines += [
+                "        self.estimator = self.create_estimator(model_dir)",
+                "",
+                "    def create_estimator(self, model_dir):",
+                *ctor[: -len(params) - 5],
+                *(
+                    line.replace("self.estimator = ", "return ", 1)
+                    for line in ctor[-len(params) - 5 :]
+                ),
+            ]
+        else:
+            lines += ctor
+        lines.append("")
+        data = '        data = tf.data.Dataset.from_tensor_slices(({"x": %s}, %s))'
+        if self.inputs == "direct":
+            lines += [
+                "    def train_input_fn(self):",
+                data % ("TRAIN_X", "TRAIN_Y"),
+                f"        return data.shuffle({TRAIN_ROWS}, seed=7).repeat().batch(self.batch_size)",
+                "",
+                "    def eval_input_fn(self):",
+                data % ("EVAL_X", "EVAL_Y"),
+                "        return data.batch(self.batch_size)",
+                "",
+                "    def train(self, steps):",
+                "        self.estimator.train(self.train_input_fn, steps=steps)",
+                "",
+                "    def evaluate(self):",
+                "        return self.estimator.evaluate(self.eval_input_fn, steps=2)",
+            ]
+        else:
+            lines += [
+                "    def input_fn(self, x, y, train=False):",
+                data % ("x", "y"),
+                "        if train:",
+                f"            data = data.shuffle({TRAIN_ROWS}, seed=7).repeat()",
+                "        return data.batch(self.batch_size)",
+                "",
+                "    def train(self, steps):",
+                "        self.estimator.train(",
+                "            lambda: self.input_fn(TRAIN_X, TRAIN_Y, train=True), steps=steps",
+                "        )",
+                "",
+                "    def evaluate(self):",
+                "        return self.estimator.evaluate(lambda: self.input_fn(EVAL_X, EVAL_Y), steps=2)",
+            ]
+        return "\n".join(lines) + "\n"
+
     def files(self) -> dict[str, str]:
         """Relative path -> source (a notebook as its .ipynb JSON)."""
         pkg = "trainer/" if self.layout == "package" else ""
@@ -518,6 +638,8 @@ class Composition:
         uses_inputs = self.inputs in ("factory_other", "spec_helper", "numpy")
         heads = ["import argparse", "import functools", "import json", "", "import numpy as np",
                  "import tensorflow as tf"]  # fmt: skip
+        if self.model == "partial_of_pick":
+            heads.insert(3, "import types")
         imports: list[str] = []
         settings = self._settings()
         if self.place == "other" and settings:
@@ -604,26 +726,37 @@ exec(compile(code, "train.ipynb", "exec"), {"__name__": "__main__"})
 """
 
 
-def compositions() -> list[Composition]:
-    """Every valid composition, in a fixed order."""
+# The axes' values before "partial_of_pick", "args_params" and the trainer class: the
+# end-to-end sample trained since then is the covering of these.
+FIRST_MODEL_SHAPES = MODEL_SHAPES[:10]
+FIRST_BATCH_SOURCES = BATCH_SOURCES[:7]
+
+
+def compositions(first: bool = False) -> list[Composition]:
+    """Every valid composition, in a fixed order (`first`: of the first axes' values)."""
     import itertools
 
+    models = FIRST_MODEL_SHAPES if first else MODEL_SHAPES
+    batches = FIRST_BATCH_SOURCES if first else BATCH_SOURCES
+    holders = HOLDERS[:1] if first else HOLDERS
     found = [
-        Composition(m, b, p, i, lay)
-        for m, b, p, i, lay in itertools.product(
-            MODEL_SHAPES, BATCH_SOURCES, BATCH_PLACES, INPUT_SHAPES, LAYOUTS
+        Composition(m, b, p, i, lay, h)
+        for m, b, p, i, lay, h in itertools.product(
+            models, batches, BATCH_PLACES, INPUT_SHAPES, LAYOUTS, holders
         )
     ]
     return [c for c in found if c.valid() is None]
 
 
-def covering(count_per_pair: int = 1) -> list[Composition]:
+def covering(count_per_pair: int = 1, first: bool = False) -> list[Composition]:
     """A fixed subset in which every pair of values of two axes appears (greedy pairwise
     covering over the valid compositions, deterministic)."""
     import itertools
 
-    every = compositions()
-    axes = ("model", "batch", "place", "inputs", "layout")
+    every = compositions(first)
+    axes: tuple[str, ...] = ("model", "batch", "place", "inputs", "layout")
+    if not first:
+        axes += ("holder",)
 
     def pairs(c: Composition) -> set[tuple[str, str, str, str]]:
         return {(a, getattr(c, a), b, getattr(c, b)) for a, b in itertools.combinations(axes, 2)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from est2tpu import api
-from est2tpu.indexer import nearest_claim
+from est2tpu.project.facts import nearest_claim
 
 TASK = """\
 import tensorflow as tf

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from est2tpu import api
 from est2tpu.cli import app
 from est2tpu.ftypes import Status
-from est2tpu.indexer import Indexer
+from est2tpu.project.build import Indexer
 from est2tpu.rules.tpu006_tpu_estimator_spec import TpuEstimatorSpec
 
 PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "projects"

@@ -14,7 +14,7 @@ import libcst as cst
 
 from est2tpu.engine import parse, transform
 from est2tpu.ftypes import Finding, Target
-from est2tpu.indexer import Indexer
+from est2tpu.project.build import Indexer
 from est2tpu.registry import rule_classes
 from est2tpu.rule import Rule
 

@@ -1,1 +1,2 @@
-"""Facts about the project est2tpu reads: what a name or attribute holds at a point."""
+"""Facts about the project est2tpu reads, and the builder of its index (`build.Indexer`):
+what a name or attribute holds at a point, and the Estimators and their uses."""

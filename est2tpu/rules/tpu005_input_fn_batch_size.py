@@ -2,38 +2,35 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
-
 import libcst as cst
 
 from est2tpu.batching import (
     batch_calls,
     batch_size_arg,
     get_next_of_one_shot,
-    is_get_next,
     is_params_batch_size,
-    one_shot_dataset,
     params_batch_size_or,
-    returned_value,
-    returns_names,
-    unpack_target,
 )
 from est2tpu.cstutil import (
     add_param,
-    free_names,
     has_param,
     iter_calls,
     kwarg,
-    name_count,
     params_subscript,
-    target_names,
-    unique_name,
-    walk,
     with_kwarg,
 )
 from est2tpu.index import InputFnPlan, Mode, UseSite, node_code
 from est2tpu.rule import FileState, Rule
+from est2tpu.rules._one_shot_tails import (
+    iterator_method,
+    iterator_tail,
+    lambda_with_params,
+    map_tail,
+    map_unpacked,
+    one_shot_return,
+    repeats,
+    unpacked_one_shot,
+)
 from est2tpu.tfapi import RUN_METHODS, SHIM, SPEC_CTORS
 
 
@@ -122,7 +119,7 @@ class InputFnBatchSize(Rule):
             Mode.TRAIN in plan.modes
             and plan.committed
             and not plan.helper_repeats
-            and not _repeats(original_node)
+            and not repeats(original_node)
         ):
             self.refuse(
                 original_node,
@@ -171,7 +168,7 @@ class InputFnBatchSize(Rule):
         code, index = plan.helper_call, plan.helper_arg
         assert code is not None
         if plan.helper_unpacked is not None:
-            fn = _map_unpacked(fn, code, plan.helper_unpacked)
+            fn = map_unpacked(fn, code, plan.helper_unpacked)
             self.record(original_node, "input function maps what it returned over the dataset")
         if plan.helper_param is None:
             return fn  # the batch size reaches the helper as it is (a lambda passes it)
@@ -229,7 +226,7 @@ class InputFnBatchSize(Rule):
             return updated_node
         fn = updated_node
         if helper.return_dataset:
-            unpacked = _unpacked_one_shot(self, fn)
+            unpacked = unpacked_one_shot(self, fn)
             if unpacked is not None:
                 self.record(original_node, "helper returns its dataset, not iterator tensors")
                 fn = unpacked
@@ -302,23 +299,23 @@ class InputFnBatchSize(Rule):
         on CPU the Estimator makes the iterator over that dataset itself and sees the same
         batches in the same order (a 20-step CPU run of both forms trains to equal weights).
         """
-        made = [c for c in iter_calls(original_node) if _iterator_method(self, c) is not None]
+        made = [c for c in iter_calls(original_node) if iterator_method(self, c) is not None]
         if not made:
             return fn
         # name the iterator's making, not the get_next() that wraps it
-        made.sort(key=lambda c: not (_iterator_method(self, c) or "").startswith("make_"))
-        found = _one_shot_return(self, original_node)
+        made.sort(key=lambda c: not (iterator_method(self, c) or "").startswith("make_"))
+        found = one_shot_return(self, original_node)
         if found is None:
-            tail = _iterator_tail(self, original_node)
+            tail = iterator_tail(self, original_node)
             if tail is not None and len(fn.body.body) == len(original_node.body.body):
                 self.record(
                     original_node, "input function returns its dataset, not iterator tensors"
                 )
-                return _map_tail(self, fn, tail)
+                return map_tail(self, fn, tail)
             self.refuse(
                 made[0],
                 f"the input function returns tensors from an iterator "
-                f"(`{_iterator_method(self, made[0])}(...)`, not a one-shot iterator's "
+                f"(`{iterator_method(self, made[0])}(...)`, not a one-shot iterator's "
                 "`get_next()` whose value the rest of the function only restructures with "
                 "TensorFlow ops): TPUEstimator's PER_HOST_V2 input (est2tpu's TPU RunConfig) "
                 "needs the tf.data.Dataset itself on TPU; return the batched dataset by hand",
@@ -389,12 +386,14 @@ class InputFnBatchSize(Rule):
             return updated_node
         if method == "evaluate" and site.tpu and kwarg(original_node, "steps") is None:
             positional = [a for a in original_node.args if a.keyword is None]
-            sized = site.sized_input or site.examples_code is not None
             # under --no-runtime there is no tpu_runtime.evaluate: the finding stays
-            if len(positional) < 2 and sized and not site.problems and self.state.use_runtime:
-                # A numpy/pandas input knows its length, and so do the arrays a
-                # from_tensor_slices input reads once: on TPU the runtime counts the steps,
-                # elsewhere it evaluates to the end of the input, as before.
+            if len(positional) < 2 and not site.problems and self.state.use_runtime:
+                # On TPU the runtime counts the steps: a numpy/pandas input knows its
+                # length, and so do the arrays a from_tensor_slices input reads once; of
+                # any other input it counts the whole batches once (tf.data cardinality
+                # says when it repeats without end). Elsewhere it evaluates to the end of
+                # the input, as before.
+                updated_node = self._lambda_takes_params(original_node, updated_node, site)
                 assert isinstance(updated_node.func, cst.Attribute)
                 self.record(original_node, "evaluate() steps counted from the input on TPU")
                 call = updated_node.with_changes(
@@ -418,6 +417,12 @@ class InputFnBatchSize(Rule):
                 and steps.value.value == "None"
             ):
                 return self._eval_spec_to_the_end(original_node, updated_node, site)
+        return self._lambda_takes_params(original_node, updated_node, site)
+
+    def _lambda_takes_params(
+        self, original_node: cst.Call, updated_node: cst.Call, site: UseSite
+    ) -> cst.Call:
+        """The call with its input_fn lambda taking `params` (where the site needs it)."""
         if not site.lambda_params:
             return updated_node
         arg = kwarg(updated_node, "input_fn") or next(
@@ -429,7 +434,7 @@ class InputFnBatchSize(Rule):
         if has_param(lam, "params"):
             return updated_node
         self.record(original_node, "input_fn lambda takes params")
-        new_lam = _lambda_with_params(self._lambda_dataset(lam), site)
+        new_lam = lambda_with_params(self._lambda_dataset(lam), site)
         return updated_node.with_changes(
             args=[a.with_changes(value=new_lam) if a is arg else a for a in updated_node.args]
         )
@@ -442,7 +447,8 @@ class InputFnBatchSize(Rule):
         tpu_runtime.train_and_evaluate (TPU012) keeps that on CPU/GPU and on a TPU, which
         cannot see the end, evaluates the whole batches of an input whose length it knows:
         the shim's numpy/pandas input functions carry it; an input function that reads
-        module-level arrays once is marked with them by `tpu_runtime.sized_input_fn`.
+        module-level arrays once is marked with them by `tpu_runtime.sized_input_fn`; of
+        any other, the runtime counts the whole batches once.
         """
         arg = kwarg(updated_node, "input_fn") or next(
             (a for a in updated_node.args if a.keyword is None), None
@@ -451,9 +457,6 @@ class InputFnBatchSize(Rule):
             return updated_node  # marked by a run before
         if site.problems or not self.state.use_runtime or arg is None:
             pass
-        elif site.sized_input:
-            self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
-            return updated_node
         elif site.examples_code is not None and isinstance(arg.value, cst.Name):
             self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
             marked = with_kwarg(
@@ -464,12 +467,17 @@ class InputFnBatchSize(Rule):
             return updated_node.with_changes(
                 args=[a.with_changes(value=marked) if a is arg else a for a in updated_node.args]
             )
+        else:
+            # the shim's numpy/pandas input knows its length; of any other input,
+            # tpu_runtime.train_and_evaluate counts the whole batches on TPU
+            # (est2tpu.runtime.inputs.whole_batches)
+            self.record(original_node, "EvalSpec(steps=None) counts its input's steps on TPU")
+            return updated_node
         self.refuse(
             original_node,
             "EvalSpec(steps=None): TPU evaluation cannot stop at the end of the input, and "
-            "est2tpu cannot tell the input's length (only of numpy/pandas inputs and of "
-            "module-level arrays a from_tensor_slices input reads once); give a number of "
-            "steps",
+            "without est2tpu.runtime (--no-runtime) nothing counts the input's batches; give "
+            "a number of steps",
         )
         return updated_node
 
@@ -488,7 +496,7 @@ class InputFnBatchSize(Rule):
         if site is None or has_param(updated_node, "params"):
             return updated_node
         self.record(original_node, "input_fn lambda takes params")
-        return _lambda_with_params(self._lambda_dataset(updated_node), site)
+        return lambda_with_params(self._lambda_dataset(updated_node), site)
 
     def _lambda_dataset(self, lam: cst.Lambda) -> cst.Lambda:
         """`lambda: make(...).make_one_shot_iterator().get_next()` returns `make(...)`: the
@@ -521,547 +529,3 @@ class InputFnBatchSize(Rule):
         )
         self.record(original_node, "direct call passes params={'batch_size': ...}")
         return with_kwarg(updated_node, "params", params)
-
-
-def _map_unpacked(fn: cst.FunctionDef, code: str, names: list[str]) -> cst.FunctionDef:
-    """`a, b = helper(...)` then `return {"x": a}, b` -> `return helper(...).map(lambda a,
-    b: ({"x": a}, b))`: the helper returns its dataset, whose elements are what its iterator
-    gave, and the structure is built from each element as it was from the tensors."""
-
-    class Map(cst.CSTTransformer):
-        def leave_IndentedBlock(
-            self, o: cst.IndentedBlock, u: cst.IndentedBlock
-        ) -> cst.IndentedBlock:
-            body = list(u.body)
-            if len(body) < 2:
-                return u
-            unpacked = unpack_target(body[-2])
-            value = returned_value(body[-1])
-            if unpacked is None or value is None or node_code(unpacked[1]) != code:
-                return u
-            if isinstance(value, cst.Tuple) and not value.lpar:
-                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            mapped = cst.Call(
-                cst.Attribute(unpacked[1], cst.Name("map")),
-                [
-                    cst.Arg(
-                        cst.Lambda(
-                            cst.Parameters(
-                                [
-                                    cst.Param(
-                                        cst.Name(n),
-                                        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                                        if i < len(names) - 1
-                                        else cst.MaybeSentinel.DEFAULT,
-                                    )
-                                    for i, n in enumerate(names)
-                                ]
-                            ),
-                            value,
-                        )
-                    )
-                ],
-            )
-            last = body[-1]
-            assert isinstance(last, cst.SimpleStatementLine)
-            ret = last.body[0]
-            assert isinstance(ret, cst.Return)
-            assign = body[-2]
-            assert isinstance(assign, cst.SimpleStatementLine)
-            new = last.with_changes(
-                body=[ret.with_changes(value=mapped)],
-                leading_lines=[*assign.leading_lines, *last.leading_lines],
-            )
-            return u.with_changes(body=[*body[:-2], new])
-
-    result = fn.visit(Map())
-    assert isinstance(result, cst.FunctionDef)
-    return result
-
-
-def _unpacked_one_shot(rule: Rule, fn: cst.FunctionDef) -> cst.FunctionDef | None:
-    """A helper ending `a, b = <one-shot iterator over E>.get_next()`, `return a, b` (the
-    iterator made there or in the statement before) returns E (the index checked that the
-    names and the iterator are used nowhere else)."""
-    if not isinstance(fn.body, cst.IndentedBlock) or len(fn.body.body) < 2:
-        return None
-    body = list(fn.body.body)
-    unpacked = unpack_target(body[-2])
-    if unpacked is None or not returns_names(body[-1], unpacked[0]):
-        return None
-    value = unpacked[1]
-    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
-        return None
-    held = value.func.value
-    dataset = _one_shot_of(rule, held)
-    cut = 2
-    if dataset is None and isinstance(held, cst.Name) and len(body) >= 3:
-        made = unpack_target(body[-3])
-        if made is not None and made[0] == [held.value]:
-            dataset, cut = _one_shot_of(rule, made[1]), 3
-    if dataset is None:
-        return None
-    last = body[-1]
-    assert isinstance(last, cst.SimpleStatementLine)
-    ret = last.body[0]
-    assert isinstance(ret, cst.Return)
-    leading = [
-        line
-        for stmt in body[-cut:]
-        if isinstance(stmt, cst.SimpleStatementLine)
-        for line in stmt.leading_lines
-    ]
-    new = last.with_changes(body=[ret.with_changes(value=dataset)], leading_lines=leading)
-    return fn.with_changes(body=fn.body.with_changes(body=[*body[:-cut], new]))
-
-
-def _lambda_with_params(lam: cst.Lambda, site: UseSite) -> cst.Lambda:
-    """`lambda: f(x, 32)` -> `lambda params: f(x, params["batch_size"])` (or passing
-    params=params on to an `f` that reads the batch size from them)."""
-    body = lam.body
-    assert isinstance(body, cst.Call)
-    args = list(body.args)
-    if site.lambda_batch_arg is not None and site.lambda_batch_arg < len(args):
-        args[site.lambda_batch_arg] = args[site.lambda_batch_arg].with_changes(
-            value=params_subscript()
-        )
-    elif site.lambda_forward_params:
-        body = with_kwarg(body, "params", cst.Name("params"))
-        args = list(body.args)
-    return lam.with_changes(
-        params=cst.Parameters([cst.Param(cst.Name("params"))]),
-        body=body.with_changes(args=args),
-    )
-
-
-def _repeats(fn: cst.FunctionDef) -> bool:
-    class V(cst.CSTVisitor):
-        found = False
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if node.attr.value == "repeat":
-                V.found = True
-
-    v = V()
-    walk(fn, v)
-    return V.found
-
-
-_ITERATOR_METHODS = frozenset(
-    {"make_one_shot_iterator", "make_initializable_iterator", "get_next", "__iter__"}
-)
-
-
-def _iterator_method(rule: Rule, call: cst.Call) -> str | None:
-    """`make_one_shot_iterator` for `ds.make_one_shot_iterator()` and
-    `tf.compat.v1.data.make_one_shot_iterator(ds)`, and so on for the iterator API."""
-    name = rule.tf_name(call.func)
-    if name is not None and name.startswith("data.") and name[5:] in _ITERATOR_METHODS:
-        return name[5:]
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _ITERATOR_METHODS:
-        return call.func.attr.value
-    return None
-
-
-def _one_shot_of(rule: Rule, expr: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The dataset `E` of `E.make_one_shot_iterator()` / `make_one_shot_iterator(E)`."""
-    return one_shot_dataset(expr, rule.tf_name)
-
-
-def _one_shot_return(
-    rule: Rule, fn: cst.FunctionDef
-) -> tuple[cst.Return, cst.BaseExpression, cst.SimpleStatementLine | None] | None:
-    """The function's one return, `return <one-shot iterator over E>.get_next()`, with E and
-    the statement that made the iterator (`it = E.make_one_shot_iterator()` right before the
-    return, `it` used nowhere else), or None when that is not exactly what it does."""
-    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
-    returns = _returns(fn)
-    if len(returns) != 1 or not body:
-        return None
-    last = body[-1]
-    if not (
-        isinstance(last, cst.SimpleStatementLine)
-        and len(last.body) == 1
-        and last.body[0] is returns[0]
-    ):
-        return None
-    ret = returns[0]
-    value = ret.value
-    if not (
-        isinstance(value, cst.Call)
-        and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value == "get_next"
-        and not value.args
-    ):
-        return None
-    held = value.func.value
-    dataset = _one_shot_of(rule, held)
-    if dataset is not None:
-        others = [c for c in iter_calls(fn) if _iterator_method(rule, c) is not None]
-        return (ret, dataset, None) if len(others) == 2 else None
-    if not isinstance(held, cst.Name) or len(body) < 2:
-        return None
-    made = body[-2]
-    if not (
-        isinstance(made, cst.SimpleStatementLine)
-        and len(made.body) == 1
-        and isinstance(made.body[0], cst.Assign)
-        and len(made.body[0].targets) == 1
-        and isinstance(made.body[0].targets[0].target, cst.Name)
-        and made.body[0].targets[0].target.value == held.value
-    ):
-        return None
-    dataset = _one_shot_of(rule, made.body[0].value)
-    uses = name_count(fn, held.value)
-    others = [c for c in iter_calls(fn) if _iterator_method(rule, c) is not None]
-    if dataset is None or uses != 2 or len(others) != 2:
-        return None
-    return ret, dataset, made
-
-
-def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
-    found: list[cst.Return] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
-
-    walk(fn, V())
-    return found
-
-
-# Iterators: the statements after `get_next()` that only restructure its value.
-@dataclasses.dataclass(frozen=True)
-class _Tail:
-    start: int  # index of the first statement replaced (the iterator's, or get_next()'s)
-    target: cst.BaseExpression  # what get_next() is assigned to: a name or a tuple of names
-    dataset: cst.BaseExpression  # the dataset the one-shot iterator reads
-    body: Sequence[cst.BaseStatement]  # the statements after get_next(), the last a return
-    identity: bool  # the tail returns the get_next() value exactly as it came
-
-
-# Methods that read or restructure a dict of tensors; the map function gets its own copy.
-_STRUCTURE_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update"})
-_PLAIN_BUILTINS = frozenset({"dict", "tuple", "list", "len", "zip", "int", "float", "str"})
-# TensorFlow functions whose result is not a pure function of their arguments, or that act
-# outside the dataset (a map function would run them once per element, in tf.data's graph).
-_IMPURE_TF = (
-    "random",
-    "summary",
-    "print",
-    "Print",
-    "py_func",
-    "py_function",
-    "numpy_function",
-    "Variable",
-    "variable",
-    "assign",
-    "placeholder",
-    "truncated_normal",
-    "multinomial",
-    "dropout",
-    "io.gfile",
-    "io.write",
-    "write_file",
-    "debugging",
-    "train.",
-    "collection",
-    "Session",
-    "data.",
-    "get_",
-)
-
-
-def _iterator_tail(rule: Rule, fn: cst.FunctionDef) -> _Tail | None:
-    """`T = <one-shot iterator over E>.get_next()` (or `it = <one-shot over E>` right before
-    `T = it.get_next()`) at the top of the function's body, followed by statements that
-    compute the return value from T alone: Python-level branches (on `mode`, params, ...),
-    assignments, subscripts, dict methods and pure TensorFlow ops.  Then the function can
-    return E mapped by those statements: the Estimator makes the same iterator over it on
-    CPU and sees the same values in the same order.  None when that is not provable."""
-    if not isinstance(fn.body, cst.IndentedBlock) or fn.asynchronous is not None:
-        return None
-    body = fn.body.body
-    iterator_calls = [c for c in iter_calls(fn) if _iterator_method(rule, c) is not None]
-    if len(iterator_calls) != 2:
-        return None
-    for at, stmt in enumerate(body):
-        assign = _single_assign(stmt)
-        if assign is None or not is_get_next(assign.value):
-            continue
-        target = assign.targets[0].target
-        if not _names_target(target):
-            return None
-        assert isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Attribute)
-        held = assign.value.func.value
-        start = at
-        dataset = one_shot_dataset(held, rule.tf_name)
-        if dataset is None:
-            made = _single_assign(body[at - 1]) if at > 0 else None
-            if (
-                not isinstance(held, cst.Name)
-                or made is None
-                or not isinstance(made.targets[0].target, cst.Name)
-                or made.targets[0].target.value != held.value
-                or name_count(fn, held.value) != 2
-            ):
-                return None
-            dataset = one_shot_dataset(made.value, rule.tf_name)
-            start = at - 1
-        if dataset is None:
-            return None
-        tail = body[at + 1 :]
-        if not _restructures(rule, fn, body[:start], target, tail):
-            return None
-        return _Tail(start, target, dataset, tail, _returns_as_is(target, tail))
-    return None
-
-
-def _single_assign(stmt: cst.BaseStatement) -> cst.Assign | None:
-    if (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Assign)
-        and len(stmt.body[0].targets) == 1
-    ):
-        return stmt.body[0]
-    return None
-
-
-def _names_target(target: cst.BaseExpression) -> bool:
-    if isinstance(target, cst.Name):
-        return True
-    return (
-        isinstance(target, cst.Tuple)
-        and len(target.elements) > 1
-        and all(
-            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements
-        )
-    )
-
-
-def _returns_as_is(target: cst.BaseExpression, tail: Sequence[cst.BaseStatement]) -> bool:
-    """`return T` after `T = ...get_next()`, `return a, b` after `a, b = ...get_next()`."""
-    if len(tail) != 1 or not isinstance(tail[0], cst.SimpleStatementLine):
-        return False
-    ret = tail[0].body[0]
-    if not isinstance(ret, cst.Return) or ret.value is None:
-        return False
-    return target_names(ret.value) == target_names(target) and type(ret.value) is type(target)
-
-
-def _restructures(
-    rule: Rule,
-    fn: cst.FunctionDef,
-    before: Sequence[cst.BaseStatement],
-    target: cst.BaseExpression,
-    tail: Sequence[cst.BaseStatement],
-) -> bool:
-    """Whether `tail` only computes a return value from the get_next() value `target`."""
-    if not tail or not isinstance(tail[-1], cst.SimpleStatementLine):
-        return False
-    if not isinstance(tail[-1].body[-1], cst.Return):
-        return False
-    element = set(target_names(target))
-    local: set[str] = set(element)
-    tail_block = cst.IndentedBlock(body=list(tail))
-    for stmt_targets in _tail_assign_targets(tail_block):
-        local.update(target_names(stmt_targets))
-    # The tail's own names are new: none is read or bound before (a closure would see them).
-    params = fn.params
-    outside = {
-        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-    }
-    outside |= {n.value for stmt in before for n in _all_names(stmt)}
-    if (local - element) & outside:
-        return False
-    if len(_returns(fn)) != len(_returns_in(tail_block)):
-        return False  # every return of the function is in the tail
-    return _statements_ok(rule, tail, element, local)
-
-
-def _tail_assign_targets(block: cst.IndentedBlock) -> list[cst.BaseExpression]:
-    found: list[cst.BaseExpression] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            found.extend(t.target for t in node.targets)
-
-    walk(block, V())
-    return found
-
-
-def _returns_in(block: cst.IndentedBlock) -> list[cst.Return]:
-    found: list[cst.Return] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
-
-    walk(block, V())
-    return found
-
-
-def _statements_ok(
-    rule: Rule, stmts: Sequence[cst.BaseStatement], element: set[str], local: set[str]
-) -> bool:
-    for stmt in stmts:
-        if isinstance(stmt, cst.If):
-            # Python-level branches only: a test on the tensors would differ under autograph
-            if {n.value for n in free_names(stmt.test)} & local:
-                return False
-            if not _statements_ok(rule, stmt.body.body, element, local):  # type: ignore[arg-type]
-                return False
-            orelse = stmt.orelse
-            if isinstance(orelse, cst.If):
-                if not _statements_ok(rule, [orelse], element, local):
-                    return False
-            elif orelse is not None and not _statements_ok(
-                rule,
-                orelse.body.body,  # type: ignore[arg-type]
-                element,
-                local,
-            ):
-                return False
-            continue
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return False
-        for small in stmt.body:
-            if not _small_ok(rule, small, local):
-                return False
-    return True
-
-
-def _small_ok(rule: Rule, small: cst.BaseSmallStatement, local: set[str]) -> bool:
-    if isinstance(small, cst.Pass):
-        return True
-    if isinstance(small, cst.Return):
-        return small.value is not None and _expr_ok(rule, small.value, local)
-    if isinstance(small, cst.Assign):
-        for t in small.targets:
-            target = t.target
-            if isinstance(target, cst.Subscript):
-                if _root(target) not in local or not _expr_ok(rule, target, local):
-                    return False
-            elif not _names_target(target):
-                return False
-        return _expr_ok(rule, small.value, local)
-    if isinstance(small, cst.Expr):
-        value = small.value
-        # a statement of its own may only change the get_next() structure
-        return (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in _STRUCTURE_METHODS
-            and _root(value.func.value) in local
-            and _expr_ok(rule, value, local)
-        )
-    if isinstance(small, cst.Del):
-        return isinstance(small.target, cst.Subscript) and _root(small.target) in local
-    return False
-
-
-def _root(expr: cst.BaseExpression) -> str | None:
-    while isinstance(expr, (cst.Subscript, cst.Attribute)):
-        expr = expr.value
-    return expr.value if isinstance(expr, cst.Name) else None
-
-
-def _expr_ok(rule: Rule, expr: cst.BaseExpression, local: set[str]) -> bool:
-    """Only calls of pure TensorFlow ops, plain builtins and dict methods on the value."""
-    ok = True
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            nonlocal ok
-            name = rule.tf_name(node.func)
-            if name is not None:
-                ok = ok and not any(word in name for word in _IMPURE_TF)
-            elif isinstance(node.func, cst.Name):
-                ok = ok and node.func.value in _PLAIN_BUILTINS and node.func.value not in local
-            elif isinstance(node.func, cst.Attribute):
-                ok = ok and (
-                    node.func.attr.value in _STRUCTURE_METHODS and _root(node.func.value) in local
-                )
-            else:
-                ok = False
-
-        def visit_Yield(self, node: cst.Yield) -> None:
-            nonlocal ok
-            ok = False
-
-        def visit_Await(self, node: cst.Await) -> None:
-            nonlocal ok
-            ok = False
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            nonlocal ok
-            ok = False
-
-    walk(expr, V())
-    return ok
-
-
-def _map_tail(rule: Rule, fn: cst.FunctionDef, tail: _Tail) -> cst.FunctionDef:
-    """The tail becomes a function mapped over the dataset, which the input function returns.
-
-    A tuple target's names are the map function's parameters (tf.data unpacks a tuple
-    element into them); a single name gets the whole element through a one-dataset zip,
-    whatever its structure (Dataset.map would unpack a tuple into several arguments).
-    """
-    assert isinstance(fn.body, cst.IndentedBlock)
-    body = list(fn.body.body)
-    replaced = body[tail.start : len(body) - len(tail.body)]
-    leading = [line for stmt in replaced for line in getattr(stmt, "leading_lines", ())]
-    starts_apart = bool(leading) and leading[0].comment is None
-    blank = [cst.EmptyLine(indent=False)] if tail.start > 0 and not starts_apart else []
-    if tail.identity:
-        ret = cst.SimpleStatementLine(
-            [cst.Return(tail.dataset.with_changes(lpar=[], rpar=[]))],
-            leading_lines=leading,
-        )
-        return fn.with_changes(body=fn.body.with_changes(body=[*body[: tail.start], ret]))
-    taken = {n.value for n in _all_names(fn)}
-    name = unique_name("_features_and_labels", taken)
-    names = target_names(tail.target)
-    mapped: cst.BaseExpression = tail.dataset
-    if isinstance(tail.target, cst.Name):
-        mapped = cst.Call(
-            rule.tf("data.Dataset.zip"),
-            [cst.Arg(cst.Tuple([cst.Element(tail.dataset)]))],
-        )
-    inner = cst.FunctionDef(
-        name=cst.Name(name),
-        params=cst.Parameters([cst.Param(cst.Name(n)) for n in names]),
-        body=cst.IndentedBlock(
-            body=[
-                tail.body[0].with_changes(leading_lines=[])
-                if isinstance(tail.body[0], (cst.SimpleStatementLine, cst.If))
-                else tail.body[0],
-                *tail.body[1:],
-            ]
-        ),
-        leading_lines=[*blank, *leading],
-    )
-    ret = cst.SimpleStatementLine(
-        [cst.Return(cst.Call(cst.Attribute(mapped, cst.Name("map")), [cst.Arg(cst.Name(name))]))],
-        leading_lines=[cst.EmptyLine(indent=False)],
-    )
-    return fn.with_changes(body=fn.body.with_changes(body=[*body[: tail.start], inner, ret]))
-
-
-def _all_names(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    walk(node, V())
-    return found

@@ -91,7 +91,8 @@ def eval_steps(estimator: Any, input_fn: Any, examples: Any = None) -> int | Non
     cannot stop at the end of the input, the number of whole per-host batches in the
     finite input of the shim's ``numpy_input_fn``/``pandas_input_fn`` (each host reads
     all of it; the last partial batch is dropped, as TPU evaluation must).  ``examples``:
-    the arrays a ``Dataset.from_tensor_slices`` input function reads once each.
+    the arrays a ``Dataset.from_tensor_slices`` input function reads once each.  Of any
+    other input function, the whole batches its dataset holds (:func:`whole_batches`).
     """
     import tensorflow as tf
 
@@ -100,12 +101,20 @@ def eval_steps(estimator: Any, input_fn: Any, examples: Any = None) -> int | Non
     else:
         examples = getattr(input_fn, "num_examples", None)
     ctx = getattr(estimator, "_ctx", None)  # TPUEstimator's internal context (TF <= 2.15)
-    if examples is None or ctx is None:
+    if ctx is None:
         return None
     with ctx.with_mode(tf.estimator.ModeKeys.EVAL) as eval_ctx:
         if eval_ctx.is_running_on_cpu():
             return None
         batch = int(eval_ctx.batch_size_for_input_fn)
+        if examples is None:
+            steps = whole_batches(input_fn, batch)
+            if steps == 0:
+                raise ValueError(
+                    f"the evaluation input holds no whole eval batch of {batch}: TPU "
+                    "evaluation would see none; pass steps or a smaller eval_batch_size"
+                )
+            return steps
         if examples < batch:
             raise ValueError(
                 f"the evaluation input has {examples} examples, fewer than one eval batch "
@@ -113,6 +122,53 @@ def eval_steps(estimator: Any, input_fn: Any, examples: Any = None) -> int | Non
                 "eval_batch_size"
             )
         return int(examples) // batch
+
+
+def whole_batches(input_fn: Any, batch: int) -> int:
+    """How many whole batches of ``batch`` examples one pass of an evaluation input holds:
+    its dataset, made with ``params={"batch_size": batch}`` in a graph of its own, counted
+    on the host once per input function (``tf.data`` cardinality says when it repeats
+    without end, which no count can cover).
+
+    Raises:
+        TypeError: if the input function returns no ``tf.data.Dataset``.
+        ValueError: if its dataset repeats without end.
+    """
+    import inspect
+
+    import tensorflow as tf
+
+    counted = getattr(input_fn, "_est2tpu_whole_batches", {})
+    if batch in counted:
+        return int(counted[batch])
+    takes_params = "params" in inspect.signature(input_fn).parameters
+    with tf.Graph().as_default():
+        dataset = input_fn(params={"batch_size": batch}) if takes_params else input_fn()
+        if not isinstance(dataset, tf.data.Dataset):
+            raise TypeError(
+                "evaluate() without steps on a TPU: the evaluation input function returns "
+                "no tf.data.Dataset, whose batches the runtime could count; pass steps"
+            )
+        infinite = tf.data.experimental.INFINITE_CARDINALITY
+        whole = (
+            dataset.unbatch()
+            .batch(batch, drop_remainder=True)
+            .reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
+        )
+        cardinality = tf.data.experimental.cardinality(dataset)
+        with tf.compat.v1.Session() as session:
+            if session.run(cardinality) == infinite:
+                raise ValueError(
+                    "evaluate() without steps on a TPU: the evaluation input repeats without "
+                    "end, and so did the original's evaluation; pass steps"
+                )
+            session.run(tf.compat.v1.tables_initializer())
+            steps = int(session.run(whole))
+    try:
+        input_fn._est2tpu_whole_batches = {**counted, batch: steps}
+    except AttributeError:  # a bound method or a builtin: counted again next time
+        pass
+    return steps
 
 
 def evaluate(
