@@ -85,7 +85,10 @@ def test_a_clean_program_is_tpu_ready_in_under_a_minute(tmp_path: Path) -> None:
     seconds = time.monotonic() - start
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert "TPU-READY" in done.stdout
-    assert "checked on 8 TPU cores (one host): train(), evaluate()" in done.stdout
+    assert (
+        "checked on 8 TPU cores (one host): train() with one XLA step on CPU, evaluate()"
+        in done.stdout
+    )
     assert "note: the program was ended" not in done.stdout  # CLEAN predicts nothing
     assert seconds < 60, seconds
 
