@@ -35,6 +35,12 @@ from est2tpu.runtime.tpu_verify_ids import CHECKS
 CORES_ENV = "EST2TPU_VERIFY_TPU_CORES"
 PROJECT_ENV = "EST2TPU_VERIFY_PROJECT"  # = verify_hook.PROJECT_ENV
 
+# What other checks add (`tpu_verify_xla` registers its own when imported): patches of
+# TPUEstimator's module, and calls made once a training graph is checked, with the estimator
+# and its "checked" entry (None when the check of the graph failed).
+MODULE_PATCHES: list[Callable[[ModuleType], None]] = []
+AFTER_TRAIN_GRAPH: list[Callable[[Any, dict[str, Any] | None], None]] = []
+
 state: dict[str, Any] = {
     "checked": [],
     "findings": [],
@@ -419,9 +425,8 @@ def patch_tpu_estimator(module: ModuleType) -> None:
     host_call = module._OutfeedHostCall
     host_call.record = _record_host_calls(host_call.record)
     module._Inputs.from_input_fn = staticmethod(_from_input_fn(module._Inputs.from_input_fn))
-    from est2tpu.runtime import tpu_verify_xla
-
-    tpu_verify_xla.patch_model_fn_wrapper(module)
+    for extra in MODULE_PATCHES:
+        extra(module)
 
 
 def _check_graph(estimator: Any, mode: str) -> dict[str, Any] | None:
@@ -447,7 +452,8 @@ def _train_with_spec(original: Callable[..., Any]) -> Callable[..., Any]:
         if not getattr(self, "_est2tpu_verify_tpu", False):
             return original(self, estimator_spec, *args, **kwargs)
         checked = _check_graph(self, "train")
-        _xla_step(self, checked)
+        for hook in AFTER_TRAIN_GRAPH:
+            hook(self, checked)
         # Scaffold.finalize is where summaries or table initializers of the loop fail.
         before = state["errors_reported"]
         try:
@@ -457,20 +463,6 @@ def _train_with_spec(original: Callable[..., Any]) -> Callable[..., Any]:
         raise _Checked(self)
 
     return wrapper
-
-
-def _xla_step(estimator: Any, checked: dict[str, Any] | None) -> None:
-    """One training step compiled by XLA on CPU (`tpu_verify_xla`)."""
-    from est2tpu.runtime import tpu_verify_xla
-
-    site = getattr(estimator, "_est2tpu_verify_call_site", None)
-    try:
-        ran = tpu_verify_xla.run_step(site)
-    except Exception as exc:  # noqa: BLE001 -- our check failed, not the program
-        internal("the XLA step of the training graph", exc)
-        return
-    if checked is not None and ran is not None:
-        checked["xla_step"] = ran
 
 
 def _evaluate_run(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -8,6 +8,7 @@ call (`capture`); once the TPU graph is checked, `run_step` calls the model_fn a
 TPUEstimator's own wrapper (same params, ``params['batch_size']`` per core, ``use_tpu`` and
 the TPU context) inside ``tensorflow.python.compiler.xla.xla.compile``, in a graph of its own,
 on inputs of the per-core shapes and dtypes the TPU infeed gives, and runs it once on zeros.
+Importing this module registers it with `tpu_verify` (`verify_hook` does, under the check).
 
 XLA on CPU shares its kernels, and its compile-time-constant rules, with XLA on TPU: what it
 cannot compile, the TPU cannot either. ``CrossReplicaSum`` has no XLA:CPU kernel in the pip
@@ -176,3 +177,19 @@ def patch_model_fn_wrapper(module: Any) -> None:
     """TPUEstimator's `_ModelFnWrapper` records each training step's model_fn call."""
     cls = module._ModelFnWrapper
     cls._call_model_fn = _capturing(cls._call_model_fn)
+
+
+def after_train_graph(estimator: Any, checked: dict[str, Any] | None) -> None:
+    """The XLA step, once TPUEstimator's training graph is built and checked."""
+    site = getattr(estimator, "_est2tpu_verify_call_site", None)
+    try:
+        ran = run_step(site)
+    except Exception as exc:  # noqa: BLE001 -- our check failed, not the program
+        tpu_verify.internal("the XLA step of the training graph", exc)
+        return
+    if checked is not None and ran is not None:
+        checked["xla_step"] = ran
+
+
+tpu_verify.MODULE_PATCHES.append(patch_model_fn_wrapper)
+tpu_verify.AFTER_TRAIN_GRAPH.append(after_train_graph)
