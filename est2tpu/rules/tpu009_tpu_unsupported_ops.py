@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
 
 import libcst as cst
 
@@ -21,6 +20,19 @@ from est2tpu.cstutil import (
 )
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
+from est2tpu.rules._tpu009_reports import (
+    METRIC_PREFIXES,
+    check_call,
+    check_dtypes,
+    check_training_metrics,
+)
+from est2tpu.rules._tpu009_statements import (
+    assigned_in,
+    docstring,
+    keep_config,
+    metrics_loop,
+    summary_guard,
+)
 
 # Summaries a model_fn writes that move to host_call as the TPU reference models write them
 # (tensors reshaped and passed out with the global step, tf.compat.v2.summary on the host).
@@ -39,28 +51,11 @@ STAYING = frozenset(
      "FileWriter"}
 )  # fmt: skip
 # What to do by hand with a summary that does not move, by kind.
-SUMMARY_FIXES = {
-    "image": "est2tpu does not move it, since the v1 summary writes one `<name>/image/<n>` tag "
-    "per image, scaled its own way, which tf.compat.v2.summary.image does not reproduce: pass "
-    "the images through TPUEstimatorSpec(host_call=(host_fn, tensors)) by hand, or drop it",
-    "text": "its string tensor cannot leave the TPU through host_call: compute the text "
-    "outside the model_fn (after training, or in a hook)",
-    "merge_all": "on TPU only TPUEstimatorSpec(host_call=...) writes summaries: delete it, and "
-    "pass what it merges through host_call",
-    "FileWriter": "write from the host_call function, or outside the model_fn",
-}
-METRIC_PREFIXES = ("metrics.", "compat.v1.metrics.", "contrib.metrics.")
 _BUILTINS = frozenset(dir(builtins))
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
 SPEC_NAMES = frozenset({"estimator.EstimatorSpec", "estimator.tpu.TPUEstimatorSpec",
                         "compat.v1.estimator.tpu.TPUEstimatorSpec",
                         "contrib.tpu.TPUEstimatorSpec", "tpu.TPUEstimatorSpec"})  # fmt: skip
-
-PY_FUNCS = frozenset({"py_func", "py_function", "numpy_function", "compat.v1.py_func"})
-DYNAMIC_SHAPES = frozenset(
-    {"boolean_mask", "unique", "dynamic_partition", "where_v2", "math.bincount", "bincount"}
-)
-FLOAT64 = frozenset({"float64", "double", "dtypes.float64"})
 
 
 class TpuUnsupported(Rule):
@@ -97,8 +92,9 @@ class TpuUnsupported(Rule):
             self.record(original_node, self.moved_what)
             return moved
         for call in iter_calls(original_node):
-            self._check_call(call)
-        self._check_dtypes(original_node)
+            check_call(self, call, self.string_constants)
+        check_dtypes(self, original_node)
+        check_training_metrics(self, original_node, self._mode_is)
         return updated_node
 
     # -- summaries -> host_call -------------------------------------------------------------
@@ -108,9 +104,9 @@ class TpuUnsupported(Rule):
         or for a loop that writes one per metric of a dict: `for name, op in
         metrics.items(): tf.summary.scalar(name, op[1])` (its tensor reads `op` only), or
         for one alone under `if <read> is not None:` (see `_summary_guard`)."""
-        if (guarded := _summary_guard(stmt)) is not None:
+        if (guarded := summary_guard(stmt)) is not None:
             return self._summary(guarded[1])
-        if (loop := _metrics_loop(stmt)) is not None:
+        if (loop := metrics_loop(stmt)) is not None:
             inner, key, value, _ = loop
             found = self._summary(inner)
             if found is None:
@@ -285,7 +281,7 @@ class TpuUnsupported(Rule):
         def bound_once(names: list[cst.Name], since: int = 0) -> bool:
             """The tensors are read at the host_call set-up, after the last summary: the
             names must mean there what they meant where they were read (at `since`)."""
-            later = _assigned_in(body.body[since + 1 : last + 1])
+            later = assigned_in(body.body[since + 1 : last + 1])
             return all(
                 n.value in NOT_TENSORS
                 or n.value not in locals_
@@ -312,8 +308,8 @@ class TpuUnsupported(Rule):
         ]
         for number, (stmt, index, (kind, call), in_body) in enumerate(statements):
             tag, tensor = call.args[0].value, call.args[1].value
-            loop = _metrics_loop(stmt)
-            guard = _summary_guard(stmt)
+            loop = metrics_loop(stmt)
+            guard = summary_guard(stmt)
             if guard is not None:
                 # `if hparams.clip_norm is not None:` decides in Python, when the model_fn
                 # runs, whether the summary exists; the host decides again, on the same
@@ -552,11 +548,11 @@ class TpuUnsupported(Rule):
                 top[k], added = self._add_host_call(top[k])
                 specs += added
             if has_param(fn, "mode"):
-                first = 1 if top and _docstring(top[0]) else 0
+                first = 1 if top and docstring(top[0]) else 0
                 top.insert(first, cst.parse_statement("host_call = None\n"))
         if not specs:
             return None
-        result = _keep_config(fn.with_changes(body=fn_body.with_changes(body=top)))
+        result = keep_config(fn.with_changes(body=fn_body.with_changes(body=top)))
         if result is None:
             return None
         if not has_param(result, "config"):
@@ -659,247 +655,3 @@ class TpuUnsupported(Rule):
         result = stmt.visit(T())
         assert isinstance(result, cst.BaseStatement)
         return result, count
-
-    def _check_call(self, call: cst.Call) -> None:
-        name = self.tf_name(call.func) or ""
-        if name in PY_FUNCS:
-            self.refuse(
-                call,
-                f"tf.{name} runs Python on the host and cannot run on TPU; rewrite it with "
-                "TensorFlow ops or move it into the input function",
-            )
-        elif name.startswith(("summary.", "compat.v1.summary.")):
-            kind = name.rsplit(".", 1)[-1]
-            self.refuse(
-                call,
-                f"tf.{name} inside a model_fn does not run on TPU; "
-                + SUMMARY_FIXES.get(
-                    kind,
-                    "pass the tensors through TPUEstimatorSpec(host_call=(host_fn, tensors)) "
-                    "and write the summary there",
-                ),
-            )
-        elif name in DYNAMIC_SHAPES or (name == "where" and len(call.args) == 1):
-            self.refuse(
-                call,
-                f"tf.{name} gives a shape known only at run time; TPU needs static shapes: "
-                "use a fixed-size mask (e.g. multiply by a 0/1 weight) instead",
-            )
-        elif name.startswith("strings.") or name in ("as_string", "string_split"):
-            self.refuse(
-                call,
-                f"tf.{name} makes string tensors, which TPU cannot hold; map strings to ids "
-                "in the input function (or compute them on the host in predictions only)",
-            )
-        elif name in ("gather", "constant", "convert_to_tensor") and call.args:
-            first = call.args[0].value
-            if (isinstance(first, cst.Name) and first.value in self.string_constants) or (
-                isinstance(first, (cst.List, cst.Tuple))
-                and first.elements
-                and all(isinstance(e.value, cst.SimpleString) for e in first.elements)
-            ):
-                self.refuse(
-                    call,
-                    "a string tensor built inside the model_fn cannot live on TPU; return "
-                    "class ids and map them to names outside the model (or in a serving "
-                    "signature)",
-                )
-
-    def _check_dtypes(self, fn: cst.FunctionDef) -> None:
-        rule = self
-
-        class V(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> bool:
-                name = rule.tf_name(node) or ""
-                if name in FLOAT64:
-                    rule.refuse(
-                        node,
-                        "float64 has no TPU support; use float32 (and cast features in the "
-                        "input function)",
-                    )
-                    return False
-                if name == "string":
-                    rule.refuse(
-                        node,
-                        "tf.string tensors cannot reach the TPU; convert strings to ids in the "
-                        "input function",
-                    )
-                    return False
-                return True
-
-        walk(fn, V())
-
-
-def _summary_guard(stmt: cst.BaseStatement) -> tuple[cst.BaseExpression, cst.BaseStatement] | None:
-    """(test, statement) of `if <read>:` / `if <read> is (not) None:` over one statement and
-    no else (TPU004 writes `if hparams.clip_norm is not None:` before the summary TF 1.15's
-    optimize_loss wrote only with clipping); `<read>` is a name, an attribute or a literal
-    item of one, read again on the host."""
-    if not (
-        isinstance(stmt, cst.If)
-        and stmt.orelse is None
-        and isinstance(stmt.body, cst.IndentedBlock)
-        and len(stmt.body.body) == 1
-    ):
-        return None
-    test = stmt.test
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        only = test.comparisons[0]
-        if (
-            isinstance(only.operator, (cst.Is, cst.IsNot))
-            and isinstance(only.comparator, cst.Name)
-            and only.comparator.value == "None"
-        ):
-            test = test.left
-    if not pure_read(test):
-        return None
-    return stmt.test, stmt.body.body[0]
-
-
-def _metrics_loop(stmt: cst.BaseStatement) -> tuple[cst.BaseStatement, str, str, str] | None:
-    """(the one statement of its body, key name, value name, dict name) for `for key, value
-    in <dict>.items():` with one statement in its body and no else."""
-    if not (
-        isinstance(stmt, cst.For)
-        and stmt.orelse is None
-        and stmt.asynchronous is None
-        and isinstance(stmt.body, cst.IndentedBlock)
-        and len(stmt.body.body) == 1
-        and isinstance(stmt.target, cst.Tuple)
-        and len(stmt.target.elements) == 2
-        and all(isinstance(e.value, cst.Name) for e in stmt.target.elements)
-        and isinstance(stmt.iter, cst.Call)
-        and not stmt.iter.args
-        and isinstance(stmt.iter.func, cst.Attribute)
-        and stmt.iter.func.attr.value == "items"
-        and isinstance(stmt.iter.func.value, cst.Name)
-    ):
-        return None
-    key, value = (e.value for e in stmt.target.elements)
-    assert isinstance(key, cst.Name) and isinstance(value, cst.Name)
-    if key.value == value.value:
-        return None
-    return stmt.body.body[0], key.value, value.value, stmt.iter.func.value.value
-
-
-def _keep_config(fn: cst.FunctionDef) -> cst.FunctionDef | None:
-    """The model_fn without `config` in its `del` statements (the host_call reads it after
-    the model_fn returns; deleting a parameter only unbinds a local). None when a `del`
-    deletes nothing else and is a block's only statement, or `config` is deleted in a
-    nested block or by a form this does not read."""
-    body = fn.body
-    if not isinstance(body, cst.IndentedBlock):
-        return None
-    top = list(body.body)
-    new_top: list[cst.BaseStatement] = []
-    for st in top:
-        if (
-            isinstance(st, cst.SimpleStatementLine)
-            and len(st.body) == 1
-            and isinstance(st.body[0], cst.Del)
-        ):
-            target = st.body[0].target
-            if isinstance(target, cst.Name) and target.value == "config":
-                continue
-            if (
-                isinstance(target, cst.Tuple)
-                and not target.lpar
-                and any(
-                    isinstance(e.value, cst.Name) and e.value.value == "config"
-                    for e in target.elements
-                )
-            ):
-                kept = [
-                    e.value
-                    for e in target.elements
-                    if not (isinstance(e.value, cst.Name) and e.value.value == "config")
-                ]
-                new_target: cst.BaseDelTargetExpression = (
-                    kept[0]  # type: ignore[assignment]
-                    if len(kept) == 1
-                    else cst.Tuple(
-                        [
-                            cst.Element(
-                                v,
-                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                                if k < len(kept) - 1
-                                else cst.MaybeSentinel.DEFAULT,
-                            )
-                            for k, v in enumerate(kept)
-                        ],
-                        lpar=[],
-                        rpar=[],
-                    )
-                )
-                new_top.append(st.with_changes(body=[st.body[0].with_changes(target=new_target)]))
-                continue
-        new_top.append(st)
-    if not new_top:
-        return None
-    result = fn.with_changes(body=body.with_changes(body=new_top))
-    deleted = False
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is result
-
-        def visit_Del(self, node: cst.Del) -> None:
-            nonlocal deleted
-            deleted = deleted or any(n.value == "config" for n in names_read(node.target))
-
-    walk(result, V())
-    return None if deleted else result
-
-
-def _assigned_in(statements: Sequence[cst.BaseStatement]) -> set[str]:
-    """Names the statements bind (nested blocks included, nested defs and lambdas not)."""
-    names: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            names.add(node.name.value)
-            return False
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_For(self, node: cst.For) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_AsName(self, node: cst.AsName) -> None:
-            names.update(n.value for n in _names_in(node.name))
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-    for st in statements:
-        walk(st, V())
-    return names
-
-
-def _names_in(target: cst.CSTNode) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _names_in(el.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []
-
-
-def _docstring(stmt: cst.BaseStatement) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
