@@ -113,7 +113,14 @@ def run_step(site: tuple[str, int] | None) -> bool | None:
             tf.compat.v1.tables_initializer(),
         ]
         with tf.compat.v1.Session(graph=graph) as session:
-            session.run(init)
+            try:
+                session.run(init)
+            except tf.errors.OpError as exc:  # the host's work, not the TPU's: no finding
+                tpu_verify.state["notes"].append(
+                    "the XLA step was not run: its variables and tables could not be "
+                    f"initialized ({tpu_verify._one_line(exc.message, 200)})"
+                )
+                return None
             try:
                 session.run(loss, feed_dict=zeros)
             except tf.errors.OpError as exc:
