@@ -29,6 +29,8 @@ _building = {"now": False}
 
 _NODE = re.compile(r"\{\{node ([^}]+)\}\}")
 _UNSUPPORTED = "Detected unsupported operations"
+# What XLA says when it cannot compile (tf2xla's errors), as against a failure to run
+_COMPILE_ERRORS = (_UNSUPPORTED, "must be a compile-time constant", "tf2xla conversion failed")
 
 
 def capture(wrapper: Any, features: Any, labels: Any) -> None:
@@ -88,12 +90,21 @@ def run_step(site: tuple[str, int] | None) -> bool | None:
         tf.compat.v1.train.get_or_create_global_step()
         feeds = [tf.compat.v1.placeholder(s.dtype, s.shape) for s in specs]
 
+        created: list[Any] = []
+
+        def record(next_creator: Any, **kwargs: Any) -> Any:
+            variable = next_creator(**kwargs)
+            created.append(variable)
+            return variable
+
         def step(*inputs: Any) -> Any:
             values = iter(inputs)
             features, labels = tf.nest.map_structure(
                 lambda s: next(values) if isinstance(s, tf.TensorSpec) else s, structure
             )
-            spec = wrapper._call_model_fn(features, labels)
+            # every variable the model_fn makes, those Keras keeps out of the collections too
+            with tf.variable_creator_scope(record), tf.compat.v1.variable_creator_scope(record):
+                spec = wrapper._call_model_fn(features, labels)
             with tf.control_dependencies([spec.train_op]):
                 return tf.identity(spec.loss)
 
@@ -107,9 +118,16 @@ def run_step(site: tuple[str, int] | None) -> bool | None:
             )
             return None
         zeros = {f: np.zeros(f.shape, f.dtype.as_numpy_dtype) for f in feeds}
+        variables = {
+            id(v): v
+            for v in (
+                *tf.compat.v1.global_variables(),
+                *tf.compat.v1.local_variables(),
+                *created,
+            )
+        }
         init = [
-            tf.compat.v1.global_variables_initializer(),
-            tf.compat.v1.local_variables_initializer(),
+            tf.compat.v1.variables_initializer(list(variables.values())),
             tf.compat.v1.tables_initializer(),
         ]
         with tf.compat.v1.Session(graph=graph) as session:
@@ -124,6 +142,13 @@ def run_step(site: tuple[str, int] | None) -> bool | None:
             try:
                 session.run(loss, feed_dict=zeros)
             except tf.errors.OpError as exc:
+                if not any(mark in exc.message for mark in _COMPILE_ERRORS):
+                    # compiled; running it on zeros failed (not XLA's refusal): no finding
+                    tpu_verify.state["notes"].append(
+                        "the XLA step compiled but did not run "
+                        f"({tpu_verify._one_line(exc.message, 200)})"
+                    )
+                    return None
                 _translate(exc, graph, site, before)
                 return False
     return True
