@@ -27,6 +27,7 @@ DYNAMIC_SHAPES = frozenset(
 )
 FLOAT64 = frozenset({"float64", "double", "dtypes.float64"})
 METRIC_PREFIXES = ("metrics.", "compat.v1.metrics.", "contrib.metrics.")
+_CONTRIB_METRICS = ("tensorflow.contrib.metrics.", "tensorflow.compat.v1.contrib.metrics.")
 _TRAIN = ("ModeKeys.TRAIN",)
 _NOT_TRAIN = ("ModeKeys.EVAL", "ModeKeys.PREDICT")
 
@@ -132,8 +133,12 @@ def check_training_metrics(
             return False
 
         def visit_Call(self, node: cst.Call) -> None:
-            name = rule.tf_name(node.func) or ""
-            if name.startswith(METRIC_PREFIXES):
+            # TF1's metrics only: under TensorFlow 2, `tf.metrics.X` is Keras' (a function
+            # of the batch, with no variables), whatever TensorFlow 1 made of it
+            qualified = rule.state.imports.qualify(node.func) or ""
+            if ".compat.v1.metrics." in qualified or qualified.startswith(_CONTRIB_METRICS):
+                name = rule.tf_name(node.func) or ""
+                name = name if name.startswith("contrib.") else f"compat.v1.{name}"
                 rule.refuse(
                     node,
                     f"tf.{name} runs when the model_fn trains, so on TPU inside the training "
