@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.codemod.visitors import RemoveImportsVisitor
 
 from est2tpu.cstutil import (
     add_param,
@@ -15,12 +14,17 @@ from est2tpu.cstutil import (
     indented_blocks,
     iter_calls,
     names_read,
-    pure_read,
     unique_name,
     walk,
 )
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
+from est2tpu.rules._tpu004_train_ops import (
+    api_name,
+    expand_create_train_op,
+    expand_optimize_loss,
+    is_tf1_optimizer_class,
+)
 
 OPTIMIZER_METHODS = frozenset({"minimize", "compute_gradients", "apply_gradients"})
 
@@ -34,21 +38,24 @@ class CrossShardOptimizer(Rule):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         # id(statement after which the branches assigning an optimizer join) -> its name
         self.joins: dict[int, str] = {}
+        # optimizers a helper returns: wrapped only if they are TF1 optimizers, not yet wrapped
+        self.guarded: set[str] = set()
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
         if not self.in_model_fn():
             return updated_node
+        self.guarded = set()
         split = self._split_inline(updated_node)
         if split is not updated_node:
             self.record(original_node, "optimizer created and used in one expression: split")
             updated_node = split
-        expanded, forced = self._expand_optimize_loss(original_node, updated_node)
+        expanded, forced = expand_optimize_loss(self, original_node, updated_node)
         if expanded is not updated_node:
             self.record(original_node, "optimize_loss -> an explicit optimizer")
             updated_node = expanded
-        expanded, more = self._expand_create_train_op(original_node, updated_node)
+        expanded, more = expand_create_train_op(self, original_node, updated_node)
         if expanded is not updated_node:
             self.record(original_node, "create_train_op -> an explicit optimizer")
             updated_node = expanded
@@ -69,6 +76,7 @@ class CrossShardOptimizer(Rule):
                     "variable so it can be wrapped in CrossShardOptimizer on TPU",
                 )
         targets = self._wrappable(updated_node, used, original_node) | forced
+        self.guarded -= forced  # built by the optimize_loss/create_train_op expansion
         if not targets:
             return updated_node
         locals_ = assigned_names(updated_node)
@@ -99,479 +107,6 @@ class CrossShardOptimizer(Rule):
         new_body = body.with_changes(body=self._insert(statements, targets, test))
         self.record(original_node, "optimizer wrapped in CrossShardOptimizer on TPU")
         return updated_node.with_changes(body=new_body)
-
-    def _expand_optimize_loss(
-        self, original: cst.FunctionDef, fn: cst.FunctionDef
-    ) -> tuple[cst.FunctionDef, set[str]]:
-        """`train_op = tf.contrib.layers.optimize_loss(...)` -> the statements TF 1.15's
-        contrib/layers/python/layers/optimizers.py runs: the optimizer (by name, class,
-        instance or callable), the learning-rate decay, the UPDATE_OPS dependency, the
-        gradients clipped by global norm, apply_gradients, and its default summaries under
-        the OptimizeLoss scope's tags. The optimizer is then wrapped like any other (the
-        names in the second value are wrapped whatever builds them)."""
-        plans: list[tuple[cst.SimpleStatementLine, list[cst.BaseStatement], str | None]] = []
-        taken = set(assigned_names(fn))
-        handled: set[int] = set()
-
-        class V(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is original
-
-            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-                stmts.append(node)
-
-        stmts: list[cst.SimpleStatementLine] = []
-        walk(original, V())
-        calls = [
-            c
-            for c in iter_calls(original)
-            if (self.tf_name(c.func) or "")
-            in ("contrib.layers.optimize_loss", "layers.optimize_loss")
-        ]
-        if not calls:
-            return fn, set()
-        for stmt in stmts:
-            small = stmt.body[0] if len(stmt.body) == 1 else None
-            if not (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Call)
-                and small.value in calls
-            ):
-                continue
-            handled.add(id(small.value))
-            if len(calls) > 1:
-                self.refuse(
-                    small.value,
-                    "optimize_loss is called more than once in this model_fn (scopes "
-                    "OptimizeLoss, OptimizeLoss_1, ...); create each optimizer by hand and wrap "
-                    "it in tf.compat.v1.tpu.CrossShardOptimizer when params['use_tpu']",
-                )
-                continue
-            try:
-                new, forced = self._optimize_loss_plan(small.value, small.targets[0].target, taken)
-            except _Refusal as why:
-                self.refuse(small.value, str(why))
-                continue
-            plans.append((stmt, new, forced))
-        for call in calls:
-            if id(call) not in handled:
-                self.refuse(
-                    call,
-                    "optimize_loss is not assigned to a name on a line of its own; write "
-                    "`train_op = tf.contrib.layers.optimize_loss(...)` and re-run",
-                )
-        if not plans:
-            return fn, set()
-
-        class T(cst.CSTTransformer):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is fn
-
-            def leave_IndentedBlock(
-                self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-            ) -> cst.IndentedBlock:
-                body: list[cst.BaseStatement] = []
-                for st in updated_node.body:
-                    for old, new, _ in plans:
-                        if st.deep_equals(old):
-                            assert isinstance(st, cst.SimpleStatementLine)
-                            body += [new[0].with_changes(leading_lines=st.leading_lines), *new[1:]]
-                            break
-                    else:
-                        body.append(st)
-                return updated_node.with_changes(body=body)
-
-        result = fn.visit(T())
-        assert isinstance(result, cst.FunctionDef)
-        return result, {f for _, _, f in plans if f is not None}
-
-    def _expand_create_train_op(
-        self, original: cst.FunctionDef, fn: cst.FunctionDef
-    ) -> tuple[cst.FunctionDef, set[str]]:
-        """`train_op = tf.contrib.training.create_train_op(loss, optimizer)` (also
-        `slim.learning.create_train_op`, tf_slim's) -> the statements TF 1.15's
-        contrib/training/python/training/training.py runs: the loss made to wait for the
-        UPDATE_OPS, the optimizer's compute_gradients over the trainable variables,
-        apply_gradients with the global step, and the loss, checked for inf/nan, returned
-        after the update. The optimizer is then wrapped like any other."""
-        plans: list[tuple[cst.SimpleStatementLine, list[cst.BaseStatement]]] = []
-        forced: set[str] = set()
-        taken = set(assigned_names(fn))
-        calls = [c for c in iter_calls(original) if self._is_create_train_op(c)]
-        if not calls:
-            return fn, set()
-        handled: set[int] = set()
-
-        class V(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is original
-
-            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-                stmts.append(node)
-
-        stmts: list[cst.SimpleStatementLine] = []
-        walk(original, V())
-        for stmt in stmts:
-            small = stmt.body[0] if len(stmt.body) == 1 else None
-            if not (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Call)
-                and any(small.value is c for c in calls)
-            ):
-                continue
-            handled.add(id(small.value))
-            try:
-                new, name = self._create_train_op_plan(small.value, small.targets[0].target, taken)
-            except _Refusal as why:
-                self.refuse(small.value, str(why))
-                continue
-            plans.append((stmt, new))
-            forced.add(name)
-            head = (dotted(small.value.func) or "").partition(".")[0]
-            form = self.state.imports.import_form(head)
-            if form is not None and form[0].startswith("tf_slim"):
-                # tf_slim is not TensorFlow's: its import goes when nothing else uses it
-                RemoveImportsVisitor.remove_unused_import(self.context, *form)
-        for call in calls:
-            if id(call) not in handled:
-                self.refuse(
-                    call,
-                    "create_train_op is not assigned to a name on a line of its own; write "
-                    "`train_op = create_train_op(loss, optimizer)` and re-run",
-                )
-        if not plans:
-            return fn, set()
-
-        class T(cst.CSTTransformer):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is fn
-
-            def leave_IndentedBlock(
-                self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-            ) -> cst.IndentedBlock:
-                body: list[cst.BaseStatement] = []
-                for st in updated_node.body:
-                    for old, new in plans:
-                        if st.deep_equals(old):
-                            assert isinstance(st, cst.SimpleStatementLine)
-                            body += [new[0].with_changes(leading_lines=st.leading_lines), *new[1:]]
-                            break
-                    else:
-                        body.append(st)
-                return updated_node.with_changes(body=body)
-
-        result = fn.visit(T())
-        assert isinstance(result, cst.FunctionDef)
-        return result, forced
-
-    def _is_create_train_op(self, call: cst.Call) -> bool:
-        name = self.tf_name(call.func) or ""
-        if name in ("contrib.training.create_train_op", "contrib.slim.learning.create_train_op"):
-            return True
-        qualified = self.state.imports.qualify(call.func) or ""
-        return qualified in ("tf_slim.learning.create_train_op", "tf_slim.create_train_op")
-
-    def _create_train_op_plan(
-        self, call: cst.Call, target: cst.Name, taken: set[str]
-    ) -> tuple[list[cst.BaseStatement], str]:
-        code = cst.Module([]).code_for_node
-        names = ("total_loss", "optimizer", "global_step")
-        args: dict[str, cst.BaseExpression] = {}
-        for i, arg in enumerate(call.args):
-            if arg.star:
-                raise _Refusal("create_train_op with *args/**kwargs: pass them by keyword")
-            key = (
-                arg.keyword.value
-                if arg.keyword is not None
-                else (names[i] if i < len(names) else "")
-            )
-            if not key:
-                raise _Refusal("create_train_op with more than three positional arguments")
-            args[key] = arg.value
-        for key, value in args.items():
-            is_none = isinstance(value, cst.Name) and value.value == "None"
-            default = (
-                (key == "check_numerics" and code(value) == "True")
-                or (
-                    key in ("summarize_gradients", "colocate_gradients_with_ops")
-                    and code(value) == "False"
-                )
-                or (key == "clip_gradient_norm" and code(value) in ("0", "0.0"))
-            )
-            if key not in names and not (
-                default
-                or (is_none and key in ("update_ops", "variables_to_train", "transform_grads_fn",
-                                        "aggregation_method", "gradient_multipliers"))
-            ) and key != "check_numerics":  # fmt: skip
-                raise _Refusal(
-                    f"create_train_op(..., {key}=...) is not rewritten; write the optimizer's "
-                    "compute_gradients/apply_gradients by hand"
-                )
-        if "total_loss" not in args or "optimizer" not in args:
-            raise _Refusal("create_train_op without a loss or an optimizer")
-        check = args.get("check_numerics")
-        if check is not None and code(check) not in ("True", "False"):
-            raise _Refusal("create_train_op(check_numerics=...) that is not True or False")
-
-        def tf(name: str) -> str:
-            return code(self.tf(name))
-
-        out: list[str] = []
-        optimizer = args["optimizer"]
-        if isinstance(optimizer, cst.Name):
-            opt = optimizer.value
-        else:
-            opt = unique_name("optimizer", taken)
-            out.append(f"{opt} = {code(optimizer)}")
-        loss = unique_name("total_loss", taken)
-        update_ops = unique_name("update_ops", taken)
-        grads = unique_name("grads", taken)
-        grad_updates = unique_name("grad_updates", taken)
-        step = args.get("global_step")
-        if step is None:
-            step_code = f"{tf('compat.v1.train.get_or_create_global_step')}()"
-        else:
-            step_code = code(step)
-        out += [
-            f"{loss} = {code(args['total_loss'])}",
-            (
-                f"{update_ops} = {tf('compat.v1.get_collection')}"
-                f"({tf('compat.v1.GraphKeys')}.UPDATE_OPS)"
-            ),
-            (
-                f"if {update_ops}:\n"
-                f"    with {tf('control_dependencies')}({update_ops}):\n"
-                f"        {loss} = {tf('identity')}({loss})"
-            ),
-            f"{grads} = {opt}.compute_gradients({loss}, {tf('compat.v1.trainable_variables')}())",
-            f"{grad_updates} = {opt}.apply_gradients({grads}, global_step={step_code})",
-        ]
-        if check is None or code(check) == "True":
-            out.append(
-                f'{loss} = {tf("debugging.check_numerics")}({loss}, "LossTensor is inf or nan")'
-            )
-        out.append(
-            f"with {tf('control_dependencies')}([{grad_updates}]):\n"
-            f"    {target.value} = {tf('identity')}({loss})"
-        )
-        return [cst.parse_statement(line + "\n") for line in out], opt
-
-    def _optimize_loss_plan(
-        self, call: cst.Call, target: cst.Name, taken: set[str]
-    ) -> tuple[list[cst.BaseStatement], str | None]:
-        code = cst.Module([]).code_for_node
-        names = ("loss", "global_step", "learning_rate", "optimizer")
-        args: dict[str, cst.BaseExpression] = {}
-        for i, arg in enumerate(call.args):
-            if arg.star:
-                raise _Refusal("optimize_loss with *args/**kwargs: pass them by keyword")
-            key = (
-                arg.keyword.value
-                if arg.keyword is not None
-                else (names[i] if i < len(names) else "")
-            )
-            if not key:
-                raise _Refusal("optimize_loss with more than four positional arguments")
-            args[key] = arg.value
-        supported = {*names, "clip_gradients", "learning_rate_decay_fn", "update_ops",
-                     "summaries", "name"}  # fmt: skip
-        for key, value in args.items():
-            if key not in supported and not (isinstance(value, cst.Name) and value.value == "None"):
-                raise _Refusal(
-                    f"optimize_loss(..., {key}=...) is not rewritten; create the optimizer by "
-                    "hand and wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
-                    "params['use_tpu']"
-                )
-        if "loss" not in args or "optimizer" not in args:
-            raise _Refusal("optimize_loss without loss or optimizer")
-
-        def tf(name: str) -> str:
-            return code(self.tf(name))
-
-        def none(key: str) -> bool:
-            v = args.get(key)
-            return v is None or (isinstance(v, cst.Name) and v.value == "None")
-
-        def fresh(name: str) -> str:
-            out = unique_name(name, taken)
-            taken.add(out)
-            return out
-
-        scope = "OptimizeLoss"
-        if not none("name"):
-            value = args["name"]
-            if not isinstance(value, cst.SimpleString):
-                raise _Refusal("optimize_loss(name=...) that is not a string literal")
-            scope = str(value.evaluated_value)
-        summaries = {"loss", "learning_rate", "global_gradient_norm"}
-        if not none("summaries"):
-            value = args["summaries"]
-            if not isinstance(value, (cst.List, cst.Tuple)) or not all(
-                isinstance(e.value, cst.SimpleString) for e in value.elements
-            ):
-                raise _Refusal("optimize_loss(summaries=...) that is not a literal list")
-            summaries = {str(e.value.evaluated_value) for e in value.elements}  # type: ignore[attr-defined]
-            if summaries & {"gradients", "gradient_norm"}:
-                raise _Refusal(
-                    "optimize_loss(summaries=[...]) with per-variable gradient summaries "
-                    "(gradients, gradient_norm); write them by hand"
-                )
-        step = (
-            f"{tf('compat.v1.train.get_global_step')}()"
-            if none("global_step")
-            else code(args["global_step"])
-        )
-        lines: list[str] = []
-        lr: str | None = None
-        if not none("learning_rate"):
-            value = args["learning_rate"]
-            if isinstance(value, cst.Integer):
-                raise _Refusal("optimize_loss(learning_rate=<int>) raises in TensorFlow")
-            lr = code(value)
-            if not none("learning_rate_decay_fn"):
-                lr_name = fresh("learning_rate")
-                value = args["learning_rate_decay_fn"]
-                decay = code(value)
-                # A lambda or a functools.partial is a function; anything else may hold
-                # None when the model_fn runs, which TF 1.15 skipped (`if learning_rate is
-                # not None and learning_rate_decay_fn is not None`), summary included.
-                at_run_time = not isinstance(value, cst.Lambda) and not (
-                    isinstance(value, cst.Call)
-                    and self.state.imports.qualify(value.func) == "functools.partial"
-                )
-                if at_run_time and not self.has_runtime("optimize_loss_learning_rate"):
-                    raise _Refusal(
-                        "optimize_loss(learning_rate_decay_fn=...) that is no lambda may be "
-                        "None when the model_fn runs, which --no-runtime leaves no helper to "
-                        "decide; call it (or not) by hand"
-                    )
-                if isinstance(value, cst.Lambda) or (at_run_time and not pure_read(value)):
-                    decay_name = fresh("learning_rate_decay_fn")
-                    lines.append(f"{decay_name} = {decay}")
-                    decay = decay_name
-                tensor = f"{tf('convert_to_tensor')}({lr}, dtype={tf('float32')})"
-                if at_run_time:
-                    helper = code(self.runtime("optimize_loss_learning_rate"))
-                    lines.append(f"{lr_name} = {helper}({decay}, {tensor}, {step})")
-                else:
-                    lines.append(f"{lr_name} = {decay}({tensor}, {step})")
-                lr = lr_name
-                if "learning_rate" in summaries:
-                    summary = f'{tf("compat.v1.summary.scalar")}("{scope}/learning_rate", {lr})'
-                    if at_run_time:
-                        lines.append(f"if {decay} is not None:")
-                        summary = "    " + summary
-                    lines.append(summary)
-        optimizer = args["optimizer"]
-        opt = fresh("optimizer")
-        forced: str | None = None
-        classes = {"Adagrad": "AdagradOptimizer", "Adam": "AdamOptimizer",
-                   "Ftrl": "FtrlOptimizer", "RMSProp": "RMSPropOptimizer",
-                   "SGD": "GradientDescentOptimizer"}  # fmt: skip
-        if isinstance(optimizer, cst.SimpleString):
-            kind = str(optimizer.evaluated_value)
-            if lr is None:
-                raise _Refusal("optimize_loss with an optimizer name and no learning rate")
-            if kind == "Momentum":
-                lines.append(
-                    f"{opt} = {tf('compat.v1.train.MomentumOptimizer')}({lr}, momentum=0.9)"
-                )
-            elif kind in classes:
-                lines.append(
-                    f"{opt} = {tf('compat.v1.train.' + classes[kind])}(learning_rate={lr})"
-                )
-            else:
-                raise _Refusal(f"optimize_loss(optimizer={kind!r}) is not a TensorFlow name")
-        elif isinstance(optimizer, cst.Call) and self._is_tf1_optimizer(optimizer):
-            lines.append(f"{opt} = {code(optimizer)}")
-        elif isinstance(optimizer, (cst.Name, cst.Attribute)) and (
-            (self.tf_name(optimizer) or "").startswith("train.")
-            and (self.tf_name(optimizer) or "").endswith("Optimizer")
-        ):
-            if lr is None:
-                raise _Refusal("optimize_loss with an optimizer class and no learning rate")
-            lines.append(f"{opt} = {code(optimizer)}(learning_rate={lr})")
-        elif isinstance(optimizer, cst.Lambda):
-            fn_name = fresh("optimizer_fn")
-            lines.append(f"{fn_name} = {code(optimizer)}")
-            lines.append(f"{opt} = {fn_name}({lr if lr is not None else ''})")
-            forced = opt
-        else:
-            raise _Refusal(
-                "optimize_loss(optimizer=...) is neither a name, a TF1 optimizer class or "
-                "instance, nor a lambda: est2tpu cannot tell which it is; create the optimizer "
-                "by hand and wrap it in tf.compat.v1.tpu.CrossShardOptimizer when "
-                "params['use_tpu']"
-            )
-        loss = fresh("loss_with_updates")
-        updates = fresh("update_ops")
-        grads = fresh("gradients")
-        if none("update_ops"):
-            lines.append(
-                f"{updates} = {tf('compat.v1.get_collection')}"
-                f"({tf('compat.v1.GraphKeys')}.UPDATE_OPS)"
-            )
-        else:
-            lines.append(f"{updates} = {code(args['update_ops'])}")
-        lines.append(f"with {tf('control_dependencies')}({updates}):")
-        lines.append(f"    {loss} = {tf('identity')}({code(args['loss'])})")
-        lines.append(f"{grads} = {opt}.compute_gradients({loss})")
-        norm = f"{tf('linalg.global_norm')}([g for g, _ in {grads}])"
-        scalar = tf("compat.v1.summary.scalar")
-        if "global_gradient_norm" in summaries:
-            lines.append(f'{scalar}("{scope}/global_norm/gradient_norm", {norm})')
-        clip = args.get("clip_gradients")
-        applied = grads
-        run_time_clip: str | None = None
-        if not none("clip_gradients"):
-            assert clip is not None
-            # A name of its own for the clipped pairs: each name bound once keeps the
-            # summaries below movable to host_call (TPU009).
-            applied = fresh("clipped_gradients")
-            if isinstance(clip, cst.Float):
-                norms = fresh("clipped")
-                lines.append(
-                    f"{norms}, _ = {tf('clip_by_global_norm')}([g for g, _ in {grads}], "
-                    f"{code(clip)})"
-                )
-                lines.append(f"{applied} = list(zip({norms}, [v for _, v in {grads}]))")
-            elif isinstance(clip, cst.Lambda):
-                lines.append(f"{applied} = ({code(clip)})({grads})")
-            elif pure_read(clip) and self.has_runtime("optimize_loss_clip_gradients"):
-                # `hparams.clip_norm`: a float, a callable or None only when the model_fn
-                # runs; the shim takes the branch TensorFlow took then. A read, so evaluating
-                # it again for the summary below gives the same value.
-                helper = code(self.runtime("optimize_loss_clip_gradients"))
-                lines.append(f"{applied} = {helper}({code(clip)}, {grads})")
-                run_time_clip = code(clip)
-            else:
-                raise _Refusal(
-                    "optimize_loss(clip_gradients=...) is neither a float literal, a lambda, "
-                    "a name nor an attribute or item of one: est2tpu cannot tell how TensorFlow would "
-                    "clip; bind the value to a name first"
-                )
-        if "loss" in summaries:
-            lines.append(f'{scalar}("{scope}/loss", {loss})')
-        if not none("clip_gradients") and "global_gradient_norm" in summaries:
-            clipped_norm = f"{tf('linalg.global_norm')}([g for g, _ in {applied}])"
-            clipped_summary = (
-                f'{scalar}("{scope}/global_norm/clipped_gradient_norm", {clipped_norm})'
-            )
-            if run_time_clip is not None:
-                # TensorFlow wrote it only when clip_gradients was not None
-                lines.append(f"if {run_time_clip} is not None:")
-                clipped_summary = "    " + clipped_summary
-            lines.append(clipped_summary)
-        updated = fresh("grad_updates")
-        lines.append(f"{updated} = {opt}.apply_gradients({applied}, global_step={step})")
-        lines.append(f"with {tf('control_dependencies')}([{updated}]):")
-        lines.append(f"    {target.value} = {tf('identity')}({loss})")
-        module = cst.parse_module("\n".join(lines) + "\n")
-        return list(module.body), forced
 
     def _split_inline(self, fn: cst.FunctionDef) -> cst.FunctionDef:
         """`train_op = tf.train.XOptimizer(...).minimize(...)` as a whole statement becomes
@@ -626,8 +161,12 @@ class CrossShardOptimizer(Rule):
         return result if not result.deep_equals(fn) else fn
 
     def _is_tf1_optimizer(self, call: cst.Call) -> bool:
-        name = self.tf_name(call.func) or ""
-        return name.startswith("train.") and name.endswith("Optimizer")
+        return is_tf1_optimizer_class(self, call.func)
+
+    def _built_by_a_helper(self, value: cst.BaseExpression | None) -> bool:
+        """A call of something that is not TensorFlow's (a project function, in this module
+        or another, a factory, a method): what it returns is known only when it runs."""
+        return isinstance(value, cst.Call) and self.tf_name(value.func) is None
 
     def _optimizer_receivers(self, fn: cst.FunctionDef) -> set[str]:
         receivers = set()
@@ -648,12 +187,17 @@ class CrossShardOptimizer(Rule):
             wrapped = [
                 v
                 for v in values
-                if isinstance(v, cst.Call) and self.tf_name(v.func) in _CROSS_SHARD
+                if isinstance(v, cst.Call) and api_name(self.tf_name(v.func)) in _CROSS_SHARD
             ]
             if wrapped:
                 continue  # already migrated
             if len(tf1) == 1 and len(values) == 1:
                 out.add(name)
+            elif len(values) == 1 and self._built_by_a_helper(values[0]):
+                # `optimizer = build_optimizer(params)`: wrapped when it is a TF1 optimizer
+                # that is not wrapped yet, which only the running model_fn can tell.
+                out.add(name)
+                self.guarded.add(name)
             elif (
                 tf1
                 and all(isinstance(v, cst.Call) for v in values)
@@ -741,6 +285,13 @@ class CrossShardOptimizer(Rule):
                 )
             ]
         )
+        if name in self.guarded:
+            code = cst.Module([]).code_for_node
+            test = cst.parse_expression(
+                f"(\n    {code(test)}\n"
+                f"    and isinstance({name}, {code(self.tf('compat.v1.train.Optimizer'))})\n"
+                f"    and not isinstance({name}, {code(wrapper)})\n)"
+            )
         return cst.If(test=test, body=cst.IndentedBlock([assign]))
 
 
@@ -767,10 +318,6 @@ def _params_read_by_attribute(fn: cst.FunctionDef) -> bool:
         and node.attr.value not in _DICT_ATTRIBUTES
         for node in descendants(fn.body)
     )
-
-
-class _Refusal(Exception):
-    """Why an optimize_loss call is left as it is."""
 
 
 _CROSS_SHARD = frozenset({"tpu.CrossShardOptimizer", "contrib.tpu.CrossShardOptimizer"})

@@ -20,7 +20,19 @@ from est2tpu.cstutil import (
 )
 from est2tpu.names import dotted
 from est2tpu.rule import FileState, Rule
-from est2tpu.rules import _host_call_forms as forms
+from est2tpu.rules._tpu009_reports import (
+    METRIC_PREFIXES,
+    check_call,
+    check_dtypes,
+    check_training_metrics,
+)
+from est2tpu.rules._tpu009_statements import (
+    assigned_in,
+    docstring,
+    keep_config,
+    metrics_loop,
+    summary_guard,
+)
 
 # Summaries a model_fn writes that move to host_call as the TPU reference models write them
 # (tensors reshaped and passed out with the global step, tf.compat.v2.summary on the host).
@@ -39,28 +51,11 @@ STAYING = frozenset(
      "FileWriter"}
 )  # fmt: skip
 # What to do by hand with a summary that does not move, by kind.
-SUMMARY_FIXES = {
-    "image": "est2tpu does not move it, since the v1 summary writes one `<name>/image/<n>` tag "
-    "per image, scaled its own way, which tf.compat.v2.summary.image does not reproduce: pass "
-    "the images through TPUEstimatorSpec(host_call=(host_fn, tensors)) by hand, or drop it",
-    "text": "its string tensor cannot leave the TPU through host_call: compute the text "
-    "outside the model_fn (after training, or in a hook)",
-    "merge_all": "on TPU only TPUEstimatorSpec(host_call=...) writes summaries: delete it, and "
-    "pass what it merges through host_call",
-    "FileWriter": "write from the host_call function, or outside the model_fn",
-}
-METRIC_PREFIXES = ("metrics.", "compat.v1.metrics.", "contrib.metrics.")
 _BUILTINS = frozenset(dir(builtins))
 NOT_TENSORS = frozenset({"params", "mode", "config", "self"})
 SPEC_NAMES = frozenset({"estimator.EstimatorSpec", "estimator.tpu.TPUEstimatorSpec",
                         "compat.v1.estimator.tpu.TPUEstimatorSpec",
                         "contrib.tpu.TPUEstimatorSpec", "tpu.TPUEstimatorSpec"})  # fmt: skip
-
-PY_FUNCS = frozenset({"py_func", "py_function", "numpy_function", "compat.v1.py_func"})
-DYNAMIC_SHAPES = frozenset(
-    {"boolean_mask", "unique", "dynamic_partition", "where_v2", "math.bincount", "bincount"}
-)
-FLOAT64 = frozenset({"float64", "double", "dtypes.float64"})
 
 
 class TpuUnsupported(Rule):
@@ -97,8 +92,9 @@ class TpuUnsupported(Rule):
             self.record(original_node, self.moved_what)
             return moved
         for call in iter_calls(original_node):
-            self._check_call(call)
-        self._check_dtypes(original_node)
+            check_call(self, call, self.string_constants)
+        check_dtypes(self, original_node)
+        check_training_metrics(self, original_node, self._mode_is)
         return updated_node
 
     # -- summaries -> host_call -------------------------------------------------------------
@@ -107,10 +103,10 @@ class TpuUnsupported(Rule):
         """(kind, call) for `tf.compat.v1.summary.scalar("tag", tensor)` alone on its line,
         or for a loop that writes one per metric of a dict: `for name, op in
         metrics.items(): tf.summary.scalar(name, op[1])` (its tensor reads `op` only), or
-        for one alone under `if <read> is not None:` (see `forms.summary_guard`)."""
-        if (guarded := forms.summary_guard(stmt)) is not None:
+        for one alone under `if <read> is not None:` (see `_summary_guard`)."""
+        if (guarded := summary_guard(stmt)) is not None:
             return self._summary(guarded[1])
-        if (loop := forms.metrics_loop(stmt)) is not None:
+        if (loop := metrics_loop(stmt)) is not None:
             inner, key, value, _ = loop
             found = self._summary(inner)
             if found is None:
@@ -285,7 +281,7 @@ class TpuUnsupported(Rule):
         def bound_once(names: list[cst.Name], since: int = 0) -> bool:
             """The tensors are read at the host_call set-up, after the last summary: the
             names must mean there what they meant where they were read (at `since`)."""
-            later = forms.names_bound(body.body[since + 1 : last + 1])
+            later = assigned_in(body.body[since + 1 : last + 1])
             return all(
                 n.value in NOT_TENSORS
                 or n.value not in locals_
@@ -312,8 +308,8 @@ class TpuUnsupported(Rule):
         ]
         for number, (stmt, index, (kind, call), in_body) in enumerate(statements):
             tag, tensor = call.args[0].value, call.args[1].value
-            loop = forms.metrics_loop(stmt)
-            guard = forms.summary_guard(stmt)
+            loop = metrics_loop(stmt)
+            guard = summary_guard(stmt)
             if guard is not None:
                 # `if hparams.clip_norm is not None:` decides in Python, when the model_fn
                 # runs, whether the summary exists; the host decides again, on the same
@@ -552,11 +548,11 @@ class TpuUnsupported(Rule):
                 top[k], added = self._add_host_call(top[k])
                 specs += added
             if has_param(fn, "mode"):
-                first = 1 if top and forms.is_docstring(top[0]) else 0
+                first = 1 if top and docstring(top[0]) else 0
                 top.insert(first, cst.parse_statement("host_call = None\n"))
         if not specs:
             return None
-        result = forms.keep_config(fn.with_changes(body=fn_body.with_changes(body=top)))
+        result = keep_config(fn.with_changes(body=fn_body.with_changes(body=top)))
         if result is None:
             return None
         if not has_param(result, "config"):
@@ -659,72 +655,3 @@ class TpuUnsupported(Rule):
         result = stmt.visit(T())
         assert isinstance(result, cst.BaseStatement)
         return result, count
-
-    def _check_call(self, call: cst.Call) -> None:
-        name = self.tf_name(call.func) or ""
-        if name in PY_FUNCS:
-            self.refuse(
-                call,
-                f"tf.{name} runs Python on the host and cannot run on TPU; rewrite it with "
-                "TensorFlow ops or move it into the input function",
-            )
-        elif name.startswith(("summary.", "compat.v1.summary.")):
-            kind = name.rsplit(".", 1)[-1]
-            self.refuse(
-                call,
-                f"tf.{name} inside a model_fn does not run on TPU; "
-                + SUMMARY_FIXES.get(
-                    kind,
-                    "pass the tensors through TPUEstimatorSpec(host_call=(host_fn, tensors)) "
-                    "and write the summary there",
-                ),
-            )
-        elif name in DYNAMIC_SHAPES or (name == "where" and len(call.args) == 1):
-            self.refuse(
-                call,
-                f"tf.{name} gives a shape known only at run time; TPU needs static shapes: "
-                "use a fixed-size mask (e.g. multiply by a 0/1 weight) instead",
-            )
-        elif name.startswith("strings.") or name in ("as_string", "string_split"):
-            self.refuse(
-                call,
-                f"tf.{name} makes string tensors, which TPU cannot hold; map strings to ids "
-                "in the input function (or compute them on the host in predictions only)",
-            )
-        elif name in ("gather", "constant", "convert_to_tensor") and call.args:
-            first = call.args[0].value
-            if (isinstance(first, cst.Name) and first.value in self.string_constants) or (
-                isinstance(first, (cst.List, cst.Tuple))
-                and first.elements
-                and all(isinstance(e.value, cst.SimpleString) for e in first.elements)
-            ):
-                self.refuse(
-                    call,
-                    "a string tensor built inside the model_fn cannot live on TPU; return "
-                    "class ids and map them to names outside the model (or in a serving "
-                    "signature)",
-                )
-
-    def _check_dtypes(self, fn: cst.FunctionDef) -> None:
-        rule = self
-
-        class V(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> bool:
-                name = rule.tf_name(node) or ""
-                if name in FLOAT64:
-                    rule.refuse(
-                        node,
-                        "float64 has no TPU support; use float32 (and cast features in the "
-                        "input function)",
-                    )
-                    return False
-                if name == "string":
-                    rule.refuse(
-                        node,
-                        "tf.string tensors cannot reach the TPU; convert strings to ids in the "
-                        "input function",
-                    )
-                    return False
-                return True
-
-        walk(fn, V())

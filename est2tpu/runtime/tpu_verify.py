@@ -35,6 +35,12 @@ from est2tpu.runtime.tpu_verify_ids import CHECKS
 CORES_ENV = "EST2TPU_VERIFY_TPU_CORES"
 PROJECT_ENV = "EST2TPU_VERIFY_PROJECT"  # = verify_hook.PROJECT_ENV
 
+# What other checks add (`tpu_verify_xla` registers its own when imported): patches of
+# TPUEstimator's module, and calls made once a training graph is checked, with the estimator
+# and its "checked" entry (None when the check of the graph failed).
+MODULE_PATCHES: list[Callable[[ModuleType], None]] = []
+AFTER_TRAIN_GRAPH: list[Callable[[Any, dict[str, Any] | None], None]] = []
+
 state: dict[str, Any] = {
     "checked": [],
     "findings": [],
@@ -99,6 +105,10 @@ def _column(filename: str, line: int, hint: str | None) -> int:
     return len(text) - len(text.lstrip()) + 1 if text.strip() else 1
 
 
+# An error that proves a warning at the same line: XLA refused what TPU112 warned about.
+_SUPERSEDES = {"TPU115": "TPU112"}
+
+
 def report(
     check_id: str,
     message: str,
@@ -119,6 +129,18 @@ def report(
     for known in state["findings"]:
         if (known["id"], known["path"], known["line"]) == (check_id, shown, line):
             return False
+        if (known["path"], known["line"]) == (shown, line) and _SUPERSEDES.get(
+            known["id"]
+        ) == check_id:
+            return False
+    state["findings"][:] = [
+        known
+        for known in state["findings"]
+        if not (
+            _SUPERSEDES.get(check_id) == known["id"]
+            and (known["path"], known["line"]) == (shown, line)
+        )
+    ]
     state["findings"].append(
         {
             "id": check_id,
@@ -403,9 +425,11 @@ def patch_tpu_estimator(module: ModuleType) -> None:
     host_call = module._OutfeedHostCall
     host_call.record = _record_host_calls(host_call.record)
     module._Inputs.from_input_fn = staticmethod(_from_input_fn(module._Inputs.from_input_fn))
+    for extra in MODULE_PATCHES:
+        extra(module)
 
 
-def _check_graph(estimator: Any, mode: str) -> None:
+def _check_graph(estimator: Any, mode: str) -> dict[str, Any] | None:
     import tensorflow as tf
 
     graph = tf.compat.v1.get_default_graph()
@@ -416,16 +440,20 @@ def _check_graph(estimator: Any, mode: str) -> None:
             _report_problem(problem, site)
     except Exception as exc:  # noqa: BLE001 -- our check failed, not the program
         internal(f"the check of the {mode} graph", exc)
-        return
+        return None
     call = "train" if mode == "train" else "evaluate"
-    state["checked"].append({"call": call, "graph": True, "cluster_ops": len(ops)})
+    checked = {"call": call, "graph": True, "cluster_ops": len(ops)}
+    state["checked"].append(checked)
+    return checked
 
 
 def _train_with_spec(original: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(self: Any, estimator_spec: Any, *args: Any, **kwargs: Any) -> Any:
         if not getattr(self, "_est2tpu_verify_tpu", False):
             return original(self, estimator_spec, *args, **kwargs)
-        _check_graph(self, "train")
+        checked = _check_graph(self, "train")
+        for hook in AFTER_TRAIN_GRAPH:
+            hook(self, checked)
         # Scaffold.finalize is where summaries or table initializers of the loop fail.
         before = state["errors_reported"]
         try:

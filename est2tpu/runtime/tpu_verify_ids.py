@@ -107,6 +107,12 @@ CHECKS: dict[str, Check] = {
             "give TPUEstimator an eval_batch_size (a multiple of the number of cores)",
         ),
         Check(
+            "TPU115",
+            ERROR,
+            "compute sizes from static shapes (tensor.shape), constants or params, not from "
+            "tensor values; pad to a fixed size and mask",
+        ),
+        Check(
             "TPU114",
             WARNING,
             "batch with drop_remainder=True (or pad to a fixed size) so that every step has "

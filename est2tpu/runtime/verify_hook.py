@@ -263,6 +263,8 @@ def install() -> None:
     from est2tpu.runtime import tpu_verify, tpu_verify_tf2
 
     if tpu_verify.enabled():
+        from est2tpu.runtime import tpu_verify_xla  # noqa: F401 -- registers the XLA step
+
         # The TPU check builds graphs and records no results: seeds and TPU semantics only.
         for name in list(_PATCHES):
             if name.startswith(("tensorflow_estimator.", "est2tpu.")):

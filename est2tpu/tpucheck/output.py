@@ -12,6 +12,9 @@ from est2tpu.ftypes import FileResult, Finding, Position, Status, Target
 from est2tpu.tpucheck import catalogue
 from est2tpu.tpucheck.run import EXIT_ERRORS, EXIT_READY, TpuFinding, TpuVerification
 
+# a train() entry's "xla_step": the step ran, XLA refused it, or it was not made
+_XLA_STEP: dict[object, str] = {True: " with one XLA step on CPU", False: " (XLA refused its step)"}
+
 
 def _message(finding: TpuFinding) -> str:
     return finding.message if finding.severity == "error" else f"warning: {finding.message}"
@@ -76,7 +79,9 @@ def render(result: TpuVerification) -> RenderableType:
             )
         )
     checked = ", ".join(
-        f"{c['call']}()" + ("" if c.get("graph") else " (stopped by an error)")
+        f"{c['call']}()"
+        + ("" if c.get("graph") else " (stopped by an error)")
+        + _XLA_STEP.get(c.get("xla_step"), "")
         for c in result.checked
     )
     if checked:

@@ -146,8 +146,16 @@ DEFECTS: dict[str, tuple[str, str]] = {
         _NET,
         _NET
         + "    count = tf.reduce_sum(labels)\n"
-        + "    padding = tf.zeros(tf.stack([count, 8]))  # expect: TPU112\n"
+        + "    padding = tf.zeros(tf.stack([count, 8]))  # expect: TPU115\n"
         + "    net = net + tf.reduce_sum(padding)\n",
+    ),
+    # XLA refuses a TensorArray sized by the data; the graph shows nothing (variant outputs)
+    "data_sized_tensor_array": (
+        _NET,
+        _NET
+        + "    size = tf.reduce_sum(labels) + 1\n"
+        + "    rows = tf.TensorArray(tf.float32, size, element_shape=[8])  # expect: TPU115\n"
+        + "    net = net + rows.write(0, net[0]).read(0)\n",
     ),
     "eval_batch_size_missing": (
         "train_batch_size=32, eval_batch_size=32\n",

@@ -17,7 +17,8 @@ NOT_READY: dict[str, set[str]] = {
     "compat_v1_spelling": {"TPU103"},
     # tf.summary.image in model_fn: the migration reports TPU009 and does not move it
     "summaries_beside_images": {"TPU105"},
-    # tf.compat.v1.metrics.accuracy computed in TRAIN mode for a LoggingTensorHook
+    # tf.compat.v1.metrics.accuracy computed in TRAIN mode for a LoggingTensorHook: the
+    # migration reports TPU009 and leaves it on the device
     "metric_in_each_mode_branch": {"TPU110"},
     # canned heads write summaries and compute string class names inside model_fn; these
     # projects are migrated for the tf2 target

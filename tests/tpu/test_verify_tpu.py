@@ -62,19 +62,72 @@ def write(tmp_path: Path, text: str) -> Path:
     return project
 
 
+# Run alone: a program with warnings only exits 0 (`test_sarif_formats_carry_the_finding`
+# runs summary_in_loop alone: errors exit 1).
+_ALONE = ("dynamic_padder",)
+# Module of the shared run that runs each program's main() in turn, in one TensorFlow
+# process: a program the check ends (SystemExit) leaves the next one to run.
+_RUN_ALL = """\
+import importlib
+import sys
+
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name).main()
+    except SystemExit:
+        pass
+"""
+
+
+@pytest.fixture(scope="module")
+def shared_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]:
+    """Every defect class but `_ALONE`, one module each, checked by one `verify --tpu` run:
+    TensorFlow is imported once, not once per program. Each module has a model_dir of its
+    own; findings are told apart by their path."""
+    project = tmp_path_factory.mktemp("defects") / "project"
+    project.mkdir()
+    texts = {}
+    for defect in CLASSES:
+        if defect in _ALONE:
+            continue
+        text = program(defect).replace('model_dir="model"', f'model_dir="model-{defect}"', 1)
+        (project / f"{defect}.py").write_text(text, encoding="utf-8")
+        texts[defect] = text
+    (project / "run_all.py").write_text(_RUN_ALL, encoding="utf-8")
+    done = run_verify_tpu(project, ["-f", "json"], ["run_all.py", *texts])
+    return project, texts, done
+
+
 @pytest.mark.tf
 @pytest.mark.parametrize("defect", CLASSES)
-def test_each_defect_is_reported_at_its_line(tmp_path: Path, defect: str) -> None:
-    text = program(defect)
-    project = write(tmp_path, text)
-    done = verify_tpu(project, "-f", "json")
+def test_each_defect_is_reported_at_its_line(
+    tmp_path: Path,
+    defect: str,
+    shared_run: tuple[Path, dict[str, str], subprocess.CompletedProcess[str]],
+) -> None:
+    if defect in _ALONE:
+        text = program(defect)
+        project = write(tmp_path, text)
+        done = verify_tpu(project, "-f", "json")
+        path = project / "train.py"
+    else:
+        project, texts, done = shared_run
+        text = texts[defect]
+        path = project / f"{defect}.py"
     doc = json.loads(done.stdout)
-    found = {(f["line"], f["rule"]) for f in doc["findings"]}
+    mine = [f for f in doc["findings"] if f["path"] == path.as_posix()]
+    found = {(f["line"], f["rule"]) for f in mine}
     assert found == expected(text), done.stderr[-2000:]
-    for finding in doc["findings"]:
-        assert finding["path"] == (project / "train.py").as_posix()
-    errors = [i for _, i in found if CHECKS[i].severity == "error"]
-    assert done.returncode == (1 if errors else 0), done.stderr[-2000:]
+    if defect in _ALONE:
+        assert {f["path"] for f in doc["findings"]} <= {path.as_posix()}
+        errors = [i for _, i in found if CHECKS[i].severity == "error"]
+        assert done.returncode == (1 if errors else 0), done.stderr[-2000:]
+    else:
+        paths = {f["path"] for f in doc["findings"]}
+        assert paths <= {(project / f"{d}.py").as_posix() for d in texts}, paths
+        assert done.returncode == 1, done.stderr[-2000:]
 
 
 @pytest.mark.tf
@@ -85,13 +138,16 @@ def test_a_clean_program_is_tpu_ready_in_under_a_minute(tmp_path: Path) -> None:
     seconds = time.monotonic() - start
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert "TPU-READY" in done.stdout
-    assert "checked on 8 TPU cores (one host): train(), evaluate()" in done.stdout
+    assert (
+        "checked on 8 TPU cores (one host): train() with one XLA step on CPU, evaluate()"
+        in done.stdout
+    )
     assert "note: the program was ended" not in done.stdout  # CLEAN predicts nothing
     assert seconds < 60, seconds
 
 
 @pytest.mark.tf
-def test_sarif_and_github_formats_carry_the_finding(tmp_path: Path) -> None:
+def test_sarif_format_carries_the_finding(tmp_path: Path) -> None:
     text = program("summary_in_loop")
     project = write(tmp_path, text)
     ((line, rule),) = expected(text)
@@ -149,13 +205,14 @@ def test_usage_errors_exit_2_before_running(tmp_path: Path) -> None:
 # --- the tf2 target: the Estimator facade's train step under XLA --------------------------
 
 
-def _tf2_run(
-    tmp_path: Path, text: str, *options: str
-) -> tuple[subprocess.CompletedProcess[str], str]:
+def _tf2_verify(
+    project: Path, command: list[str], *options: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`verify --tpu --target tf2` of ``project``, and a copy migrated to tf2 (whose lines the
+    findings name: the migration keeps comments)."""
     from tests.test_verify import tfcur
 
-    project = write(tmp_path, text)
-    migrated = tmp_path / "migrated"
+    migrated = project.parent / "migrated"
     shutil.copytree(project, migrated)
     subprocess.run(
         [sys.executable, "-m", "est2tpu", "migrate", "-q", "--target", "tf2", str(migrated)],
@@ -163,34 +220,66 @@ def _tf2_run(
         capture_output=True,
     )
     done = run_verify_tpu(
-        project,
-        ["--target", "tf2", "--python", tfcur(), "-f", "json", *options],
-        ["train.py"],
+        project, ["--target", "tf2", "--python", tfcur(), "-f", "json", *options], command
     )
-    return done, (migrated / "train.py").read_text(encoding="utf-8")
+    return done, migrated
+
+
+@pytest.fixture(scope="module")
+def tf2_shared_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """The tf2 defect programs that have errors, and the clean one, one module each, in one
+    `verify --tpu --target tf2` run (current TensorFlow imported once)."""
+    project = tmp_path_factory.mktemp("tf2") / "project"
+    project.mkdir()
+    names = [d for d in sorted(TF2_DEFECTS) if d != "unknown_batch_dimension"] + ["clean"]
+    for name in names:
+        text = TF2_CLEAN if name == "clean" else tf2_program(name)
+        text = text.replace('model_dir="model"', f'model_dir="model-{name}"', 1)
+        (project / f"{name}.py").write_text(text, encoding="utf-8")
+    (project / "run_all.py").write_text(_RUN_ALL, encoding="utf-8")
+    done, migrated = _tf2_verify(project, ["run_all.py", *names])
+    return project, migrated, done
+
+
+def _findings_of(done: subprocess.CompletedProcess[str], path: Path) -> set[tuple[int, str]]:
+    findings = json.loads(done.stdout)["findings"]
+    return {(f["line"], f["rule"]) for f in findings if f["path"] == path.as_posix()}
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("defect", sorted(TF2_DEFECTS))
-def test_tf2_each_defect_is_reported_at_its_line(tmp_path: Path, defect: str) -> None:
-    done, migrated = _tf2_run(tmp_path, tf2_program(defect))
-    found = {(f["line"], f["rule"]) for f in json.loads(done.stdout)["findings"]}
-    assert found == expected(migrated), done.stderr[-2000:]
-    errors = [i for _, i in found if CHECKS[i].severity == "error"]
-    assert done.returncode == (1 if errors else 0), done.stderr[-2000:]
-
-
-@pytest.mark.tf
-def test_tf2_clean_program_passes_and_strict_shapes_fails_a_partial_batch(
+@pytest.mark.parametrize("defect", [*sorted(TF2_DEFECTS), "clean"])
+def test_tf2_each_defect_is_reported_at_its_line(
     tmp_path: Path,
+    defect: str,
+    tf2_shared_run: tuple[Path, Path, subprocess.CompletedProcess[str]],
 ) -> None:
-    done, _ = _tf2_run(tmp_path / "clean", TF2_CLEAN)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout)["findings"] == []
-    strict, _ = _tf2_run(
-        tmp_path / "strict", tf2_program("unknown_batch_dimension"), "--strict-shapes"
-    )
+    if defect == "unknown_batch_dimension":
+        # alone: warnings only, exit 0
+        project = write(tmp_path, tf2_program(defect))
+        done, migrated = _tf2_verify(project, ["train.py"])
+        path, module = project / "train.py", migrated / "train.py"
+    else:
+        project, migrated, done = tf2_shared_run
+        path, module = project / f"{defect}.py", migrated / f"{defect}.py"
+    found = _findings_of(done, path)
+    assert found == expected(module.read_text(encoding="utf-8")), done.stderr[-2000:]
+    errors = [i for _, i in found if CHECKS[i].severity == "error"]
+    assert errors or defect in ("unknown_batch_dimension", "clean")
+    if defect == "unknown_batch_dimension":
+        assert done.returncode == 0, done.stderr[-2000:]
+    else:
+        # the shared run: its error programs exit 1, and a run that ends early cannot tell (2)
+        assert done.returncode == 1, done.stderr[-2000:]
+
+
+@pytest.mark.tf
+def test_tf2_strict_shapes_fails_a_partial_batch(tmp_path: Path) -> None:
+    project = write(tmp_path, tf2_program("unknown_batch_dimension"))
+    strict, _ = _tf2_verify(project, ["train.py"], "--strict-shapes")
     assert strict.returncode == 1, strict.stderr[-2000:]
+    assert {rule for _, rule in _findings_of(strict, project / "train.py")} == {"TPU114"}
 
 
 _MODEL = """\

@@ -1,7 +1,6 @@
-"""The statement forms TPU009 reads and edits when it moves a model_fn's summaries to
-host_call: a guarded summary, a loop over a metrics dict, a docstring, the names a run of
-statements binds, and `config` kept out of `del`. Not a rule (the registry skips
-`_`-prefixed modules)."""
+"""The statement shapes TPU009 reads when it moves summaries to host_call: a summary under a
+Python-value test, a loop writing one summary per metric, the names a block assigns, and
+keeping `config` for the host function. Not a rule (the registry skips `_` modules)."""
 
 from __future__ import annotations
 
@@ -9,11 +8,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from est2tpu.cstutil import (
-    names_read,
-    pure_read,
-    walk,
-)
+from est2tpu.cstutil import names_read, pure_read, walk
 
 
 def summary_guard(stmt: cst.BaseStatement) -> tuple[cst.BaseExpression, cst.BaseStatement] | None:
@@ -137,7 +132,7 @@ def keep_config(fn: cst.FunctionDef) -> cst.FunctionDef | None:
     return None if deleted else result
 
 
-def names_bound(statements: Sequence[cst.BaseStatement]) -> set[str]:
+def assigned_in(statements: Sequence[cst.BaseStatement]) -> set[str]:
     """Names the statements bind (nested blocks included, nested defs and lambdas not)."""
     names: set[str] = set()
 
@@ -182,7 +177,7 @@ def names_in(target: cst.CSTNode) -> list[cst.Name]:
     return []
 
 
-def is_docstring(stmt: cst.BaseStatement) -> bool:
+def docstring(stmt: cst.BaseStatement) -> bool:
     return (
         isinstance(stmt, cst.SimpleStatementLine)
         and len(stmt.body) == 1
