@@ -10,7 +10,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from est2tpu import cstpatch, inert  # noqa: F401 - cstpatch patches LibCST on import
+from est2tpu import cstpatch, inert, rulewalk  # noqa: F401 - cstpatch patches LibCST on import
 from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     DEEP_FOR_RULES,
     MAX_NESTING,
@@ -22,7 +22,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
 )
 from est2tpu.cstutil import IS_NODE, child_fields
 from est2tpu.ftypes import Finding, MigrationError, Target
-from est2tpu.index import ProjectIndex
+from est2tpu.index import ProjectIndex, node_code
 from est2tpu.names import ImportTable
 from est2tpu.registry import rule_classes
 from est2tpu.rule import FileState, Rule, line_map
@@ -269,7 +269,7 @@ def _transform(
 
     def code_of(tree: cst.Module) -> str:
         if id(tree) not in codes:
-            codes[id(tree)] = tree.code
+            codes[id(tree)] = node_code(tree)
         return codes[id(tree)]
 
     state.code_of = code_of
@@ -294,7 +294,7 @@ def _transform(
                 continue  # nothing in this tree the rule acts on
             had = len(state.findings)
             try:
-                module = seen.visit(rule)
+                module = rulewalk.transform(seen, rule)
                 rule.flush(seen)
             except RecursionError:
                 raise _RuleRecursion(rule_cls.ID) from None
@@ -302,7 +302,7 @@ def _transform(
                 # A finding on code its own rule replaced in the same visit is a caveat of
                 # that rewrite (TPU007: converted, the batch size left to the user), never
                 # stale because the code it names is gone.
-                text = module.code
+                text = code_of(module)
                 for finding in state.findings - found - caveats:
                     head = state.refused_code.get(finding)
                     if head is not None and head not in text:
