@@ -288,15 +288,35 @@ _DEFAULTS = cst.Module([])
 
 def node_code(node: cst.CSTNode) -> str:
     """Source text of a node, independent of the module it sits in (a stable key); of a
-    module, the module's `code`. `Module.code_for_node`, faster (`_Codegen`)."""
+    module, the module's `code`. `Module.code_for_node`, faster (`_Codegen`), and kept for
+    the node: the index asks it of every call an Estimator runs, and the rules ask it again
+    in every pass, of the same nodes where a pass changed nothing around them
+    (`rulewalk`)."""
     if isinstance(node, cst.Module):
         state = _Codegen(default_indent=node.default_indent, default_newline=node.default_newline)
-    else:
+        node._codegen(state)
+        return "".join(state.tokens)
+    code = _CODES.get(node)
+    if code is None:
+        if len(_CODES) >= _CODES_KEPT:
+            _CODES.clear()
         state = _Codegen(
             default_indent=_DEFAULTS.default_indent, default_newline=_DEFAULTS.default_newline
         )
-    node._codegen(state)
-    return "".join(state.tokens)
+        node._codegen(state)
+        code = _CODES[node] = "".join(state.tokens)
+    return code
+
+
+def forget_codes() -> None:
+    """Drop the codes `node_code` keeps (the engine does after each module)."""
+    _CODES.clear()
+
+
+# `node_code` by node: LibCST nodes are immutable, hash and compare by identity, and the
+# key keeps its node alive (no other node takes its id); cleared when it holds this many.
+_CODES: dict[cst.CSTNode, str] = {}
+_CODES_KEPT = 65536
 
 
 def call_arg(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | None:

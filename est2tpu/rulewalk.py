@@ -19,6 +19,8 @@ import inspect
 import re
 
 import libcst as cst
+from libcst._nodes import op as _op
+from libcst._nodes import whitespace as _whitespace
 
 from est2tpu.cstutil import IS_NODE, IS_STATEMENT, child_fields
 
@@ -65,13 +67,33 @@ def hooked(rule_cls: type[cst.CSTTransformer]) -> frozenset[str] | None:
     return _HOOKED[rule_cls]
 
 
+# Whitespace, comments, operators and brackets: nodes whose children are only such nodes.
+# A rule that hooks none of them is not walked through them (half the nodes of a module).
+TRIVIA = frozenset(
+    cls
+    for module in (_op, _whitespace)
+    for cls in vars(module).values()
+    if inspect.isclass(cls) and issubclass(cls, cst.CSTNode) and cls.__module__ == module.__name__
+) | {
+    cst.LeftParen,
+    cst.RightParen,
+    cst.LeftSquareBracket,
+    cst.RightSquareBracket,
+    cst.LeftCurlyBrace,
+    cst.RightCurlyBrace,
+    cst.Asynchronous,
+}
+TRIVIA_NAMES = frozenset(cls.__name__ for cls in TRIVIA)
+
+
 def transform(tree: cst.Module, rule: cst.CSTTransformer) -> cst.Module:
     """`tree.visit(rule)`: the same calls of the rule, the same code, unchanged nodes kept."""
     names = hooked(type(rule))
     if names is None or getattr(rule, "_ATTRIBUTE_HOOKS", False):
         return tree.visit(rule)
     statements = getattr(rule, "_keep", None) is not None
-    result = _visit(tree, rule, names, statements)
+    skip = frozenset() if names & TRIVIA_NAMES else TRIVIA
+    result = _visit(tree, rule, names, statements, skip)
     if isinstance(result, cst.RemovalSentinel):
         return tree.with_changes(body=(), header=(), footer=())
     assert isinstance(result, cst.Module)
@@ -82,7 +104,11 @@ _Visited = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]
 
 
 def _visit(
-    node: cst.CSTNode, rule: cst.CSTTransformer, names: frozenset[str], statements: bool
+    node: cst.CSTNode,
+    rule: cst.CSTTransformer,
+    names: frozenset[str],
+    statements: bool,
+    skip: frozenset[type],
 ) -> _Visited:
     cls = type(node)
     fields = child_fields(cls)
@@ -93,12 +119,15 @@ def _visit(
     if not hook or rule.on_visit(node):
         for name in fields:
             value = getattr(node, name)
-            if IS_NODE[type(value)]:
-                new = _visit(value, rule, names, statements)
+            kind = type(value)
+            if kind in skip:
+                continue
+            if IS_NODE[kind]:
+                new = _visit(value, rule, names, statements, skip)
                 if new is not value:
                     changes[name] = _single(cls, name, value, new)
-            elif isinstance(value, (tuple, list)):
-                items = _sequence(cls, name, value, rule, names, statements)
+            elif kind is tuple or kind is list:
+                items = _sequence(cls, name, value, rule, names, statements, skip)
                 if items is not None:
                     changes[name] = items
     updated = node.with_changes(**changes) if changes else node
@@ -134,6 +163,7 @@ def _sequence(
     rule: cst.CSTTransformer,
     names: frozenset[str],
     statements: bool,
+    skip: frozenset[type],
 ) -> tuple[object, ...] | None:
     """A sequence field's new items (None when every item is the same object), as
     `visit_sequence` / `visit_body_sequence` make them."""
@@ -141,11 +171,12 @@ def _sequence(
     out: list[object] = []
     changed = False
     for item in items:
-        if not IS_NODE[type(item)]:
+        kind = type(item)
+        if kind in skip or not IS_NODE[kind]:
             out.append(item)
             continue
         assert isinstance(item, cst.CSTNode)
-        new = _visit(item, rule, names, statements)
+        new = _visit(item, rule, names, statements, skip)
         if new is item:
             out.append(item)
             continue

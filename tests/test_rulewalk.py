@@ -71,6 +71,12 @@ class _Recording(cst.CSTTransformer):
         return cst.RemoveFromParent()
 
 
+class _RecordingNoTrivia(_Recording):
+    """The same, hooking no whitespace, comment, operator or bracket: walked past them."""
+
+    leave_Comma = cst.CSTTransformer.leave_Comma  # type: ignore[assignment]
+
+
 SOURCES = [
     EVERYTHING,
     "def f(a, b):\n    skip_me(x)\n    g(x, b)\n    pass\n",
@@ -78,10 +84,11 @@ SOURCES = [
 ]
 
 
+@pytest.mark.parametrize("recorder", [_Recording, _RecordingNoTrivia])
 @pytest.mark.parametrize("source", SOURCES)
-def test_same_text_and_calls_as_libcst(source: str) -> None:
+def test_same_text_and_calls_as_libcst(source: str, recorder: type[_Recording]) -> None:
     tree = cst.parse_module(source)
-    theirs, ours = _Recording(), _Recording()
+    theirs, ours = recorder(), recorder()
     expected = tree.visit(theirs)
     got = rulewalk.transform(tree, ours)
     assert got.code == expected.code
