@@ -292,14 +292,15 @@ def _transform(
     # Generated code of each tree met, by identity (the first tree's is taken to be the
     # text; `check_round_trip` below holds LibCST to that before a changed tree is used).
     codes: dict[int, str] = {id(first): original}
+    kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
 
     def code_of(tree: cst.Module) -> str:
         if id(tree) not in codes:
             codes[id(tree)] = node_code(tree)
+            kept.append(tree)  # no other tree takes its id while its code is known
         return codes[id(tree)]
 
     state.code_of = code_of
-    kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
     final = [rule_cls for rule_cls in rules if rule_cls.FINAL]
     rules = [rule_cls for rule_cls in rules if not rule_cls.FINAL]
     found: set[Finding] = set()  # by the passes before the current one
