@@ -62,7 +62,27 @@ def params_batch_size_or(own: cst.BaseExpression) -> cst.Call:
 
 
 def batch_calls(fn: cst.FunctionDef) -> list[cst.Call]:
-    """`.batch(...)`/`.padded_batch(...)` calls in a function body, not in nested defs."""
+    """`.batch(...)`/`.padded_batch(...)` calls in a function body, not in nested defs.
+
+    Asked again for the same def at every use of it as an input function (a module calling
+    `evaluate` 8,000 times asked it 24,000 times, each a walk of the def): a def's tree never
+    changes, so its answer is kept (`_BATCH_CALLS`).
+    """
+    known = _BATCH_CALLS.get(fn)
+    if known is None:
+        if len(_BATCH_CALLS) >= _BATCH_CALLS_KEPT:
+            _BATCH_CALLS.clear()
+        known = _BATCH_CALLS[fn] = tuple(_batch_calls(fn))
+    return list(known)
+
+
+# A def's `batch_calls`, by the def (LibCST nodes hash and compare by identity, and the key
+# keeps its def alive, so that no other node takes its id); cleared when it holds this many.
+_BATCH_CALLS: dict[cst.FunctionDef, tuple[cst.Call, ...]] = {}
+_BATCH_CALLS_KEPT = 1024
+
+
+def _batch_calls(fn: cst.FunctionDef) -> list[cst.Call]:
     found: list[cst.Call] = []
 
     class V(cst.CSTVisitor):

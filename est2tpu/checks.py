@@ -11,6 +11,7 @@ import sys
 import libcst as cst
 
 from est2tpu.ftypes import MigrationError
+from est2tpu.index import node_code
 
 # How deeply expressions and statements may nest (counted on Python's own AST). LibCST's
 # visitors recurse several frames per level, so past about 150 nested calls they hit
@@ -42,7 +43,7 @@ def parse(text: str) -> cst.Module:
 
 def check_round_trip(module: cst.Module, text: str) -> None:
     """Raise MigrationError when `module` (parsed from `text`) does not give it back."""
-    rendered = module.code
+    rendered = node_code(module)
     if rendered != text:
         # LibCST 1.9 drops a blank line before a last line that holds only whitespace or
         # an indented comment and no newline; everything else it gives back exactly.

@@ -10,7 +10,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from est2tpu import cstpatch, cstutil, inert, layout  # noqa: F401 - cstpatch patches LibCST on import
+from est2tpu import cstpatch, cstutil, inert, layout, rulewalk  # noqa: F401 - cstpatch patches LibCST on import
 from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     DEEP_FOR_RULES,
     MAX_NESTING,
@@ -22,7 +22,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
 )
 from est2tpu.cstutil import IS_NODE, child_fields
 from est2tpu.ftypes import Finding, MigrationError, Target
-from est2tpu.index import ProjectIndex
+from est2tpu.index import ProjectIndex, forget_codes, node_code
 from est2tpu.names import ImportTable
 from est2tpu.registry import rule_classes
 from est2tpu.rule import FileState, Rule, line_map
@@ -147,6 +147,32 @@ def migrate_module(
     placeholder after all, the whole text is migrated the slow way. MigrationError with a
     one-line reason when the text cannot be migrated.
     """
+    try:
+        return _migrate_module(
+            source,
+            path=path,
+            index=index,
+            target=target,
+            rules=rules,
+            use_runtime=use_runtime,
+            module=module,
+            split=split,
+        )
+    finally:
+        forget_codes()  # the codes of this module's nodes (`index.node_code`)
+
+
+def _migrate_module(
+    source: str,
+    *,
+    path: str,
+    index: ProjectIndex,
+    target: Target,
+    rules: Sequence[type[Rule]],
+    use_runtime: bool = True,
+    module: cst.Module | None = None,
+    split: inert.Split | None = None,
+) -> tuple[str, FileState]:
     if module is None:
         module, split = parse_split(source, split)
     new_text, state = transform(
@@ -165,7 +191,7 @@ def migrate_module(
         restored = split.restore(new_text)
         if restored is None:
             whole = parse(source)
-            return migrate_module(
+            return _migrate_module(
                 source,
                 path=path,
                 index=index,
@@ -269,14 +295,15 @@ def _transform(
     # Generated code of each tree met, by identity (the first tree's is taken to be the
     # text; `check_round_trip` below holds LibCST to that before a changed tree is used).
     codes: dict[int, str] = {id(first): original}
+    kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
 
     def code_of(tree: cst.Module) -> str:
         if id(tree) not in codes:
-            codes[id(tree)] = tree.code
+            codes[id(tree)] = node_code(tree)
+            kept.append(tree)  # no other tree takes its id while its code is known
         return codes[id(tree)]
 
     state.code_of = code_of
-    kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
     final = [rule_cls for rule_cls in rules if rule_cls.FINAL]
     rules = [rule_cls for rule_cls in rules if not rule_cls.FINAL]
     found: set[Finding] = set()  # by the passes before the current one
@@ -297,7 +324,7 @@ def _transform(
                 continue  # nothing in this tree the rule acts on
             had = len(state.findings)
             try:
-                module = seen.visit(rule)
+                module = rulewalk.transform(seen, rule)
                 rule.flush(seen)
             except RecursionError:
                 raise _RuleRecursion(rule_cls.ID) from None
@@ -305,7 +332,7 @@ def _transform(
                 # A finding on code its own rule replaced in the same visit is a caveat of
                 # that rewrite (TPU007: converted, the batch size left to the user), never
                 # stale because the code it names is gone.
-                text = module.code
+                text = code_of(module)
                 for finding in state.findings - found - caveats:
                     head = state.refused_code.get(finding)
                     if head is not None and head not in text:
@@ -333,7 +360,9 @@ def _transform(
         state.current = module
         rule = rule_cls(CodemodContext(filename=path), state)
         try:
-            _walk_final(module, rule, _hooked(rule_cls))
+            hooked = _hooked(rule_cls)
+            skip = frozenset() if hooked & rulewalk.TRIVIA_NAMES else rulewalk.TRIVIA
+            _walk_final(module, rule, hooked, skip)
             rule.flush(module)
         except RecursionError:
             raise _RuleRecursion(rule_cls.ID) from None
@@ -393,11 +422,14 @@ def _hooked(rule_cls: type[Rule]) -> frozenset[str]:
     return _HOOKED[rule_cls]
 
 
-def _walk_final(node: cst.CSTNode, rule: Rule, hooked: frozenset[str]) -> None:
+def _walk_final(
+    node: cst.CSTNode, rule: Rule, hooked: frozenset[str], skip: frozenset[type] = frozenset()
+) -> None:
     """`walk(node, _ReadOnly(rule))`, with the rule's methods called straight from the walk
     at the node types it hooks and no call at all at the others (most nodes): the FINAL
     rules walk every module they apply to whole, and the two calls per node were a third
-    of that walk."""
+    of that walk. Nodes of the types in `skip` (`rulewalk.TRIVIA`, when the rule hooks none
+    of them) are not entered."""
     fields = child_fields(type(node))
     if fields is None:
         node.visit(_ReadOnly(rule))  # LibCST's own walk (see `cstutil.walk`)
@@ -406,12 +438,15 @@ def _walk_final(node: cst.CSTNode, rule: Rule, hooked: frozenset[str]) -> None:
     if not hook or rule.on_visit(node):
         for name in fields:
             value = getattr(node, name)
-            if IS_NODE[type(value)]:
-                _walk_final(value, rule, hooked)
-            elif isinstance(value, (tuple, list)):
+            kind = type(value)
+            if kind in skip:
+                continue
+            if IS_NODE[kind]:
+                _walk_final(value, rule, hooked, skip)
+            elif kind is tuple or kind is list:
                 for item in value:
-                    if IS_NODE[type(item)]:
-                        _walk_final(item, rule, hooked)
+                    if IS_NODE[type(item)] and type(item) not in skip:
+                        _walk_final(item, rule, hooked, skip)
     if hook:
         rule.on_leave(node, node)
 

@@ -11,10 +11,12 @@ builds it, `est2tpu.tfapi` names the API it is about.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 from est2tpu.names import ImportTable
 
@@ -269,12 +271,57 @@ class CallKeys:
         return (self.path, scope, f"{kind}#{n}")
 
 
-_CODEGEN = cst.Module([])
+class _Codegen(CodegenState):
+    """LibCST's code generation without its syntactic positions: `CodegenState` records
+    none, but enters a generator-based context manager for them at most nodes, which was
+    most of the time a node's code took (the index and the rules ask for the code of every
+    Estimator call, and the engine for a module's after every pass)."""
+
+    def record_syntactic_position(  # type: ignore[override]
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: cst.CSTNode | None = None,
+        end_node: cst.CSTNode | None = None,
+    ) -> contextlib.nullcontext[None]:
+        return _NO_POSITION
+
+
+_NO_POSITION: contextlib.nullcontext[None] = contextlib.nullcontext()
+_DEFAULTS = cst.Module([])
 
 
 def node_code(node: cst.CSTNode) -> str:
-    """Source text of a node, independent of the module it sits in (a stable key)."""
-    return _CODEGEN.code_for_node(node)
+    """Source text of a node, independent of the module it sits in (a stable key); of a
+    module, the module's `code`. `Module.code_for_node`, faster (`_Codegen`), and kept for
+    the node: the index asks it of every call an Estimator runs, and the rules ask it again
+    in every pass, of the same nodes where a pass changed nothing around them
+    (`rulewalk`)."""
+    if isinstance(node, cst.Module):
+        state = _Codegen(default_indent=node.default_indent, default_newline=node.default_newline)
+        node._codegen(state)
+        return "".join(state.tokens)
+    code = _CODES.get(node)
+    if code is None:
+        if len(_CODES) >= _CODES_KEPT:
+            _CODES.clear()
+        state = _Codegen(
+            default_indent=_DEFAULTS.default_indent, default_newline=_DEFAULTS.default_newline
+        )
+        node._codegen(state)
+        code = _CODES[node] = "".join(state.tokens)
+    return code
+
+
+def forget_codes() -> None:
+    """Drop the codes `node_code` keeps (the engine does after each module)."""
+    _CODES.clear()
+
+
+# `node_code` by node: LibCST nodes are immutable, hash and compare by identity, and the
+# key keeps its node alive (no other node takes its id); cleared when it holds this many.
+_CODES: dict[cst.CSTNode, str] = {}
+_CODES_KEPT = 65536
 
 
 def call_arg(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | None:
