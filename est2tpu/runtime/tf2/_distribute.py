@@ -53,6 +53,26 @@ def same_rows(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return out
 
 
+def apply(optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    """`optimizer.apply_gradients(pairs)` in a replica. A Keras optimizer over several
+    replicas gets each sparse gradient dense: its all-gather of `IndexedSlices` inside the
+    train loop does not hold (the replicas' collectives mismatch), an all-reduce of dense
+    tensors does. Keras' SGD, Adagrad and Adam update the rows a zero gradient leaves as
+    their sparse update does; momentum and RMSprop move every row, as on a TPU."""
+    import tensorflow as tf
+
+    ctx = tf.distribute.get_replica_context()
+    if (
+        ctx is not None
+        and ctx.num_replicas_in_sync > 1
+        and not isinstance(optimizer, tf.compat.v1.train.Optimizer)
+    ):
+        pairs = [
+            (tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v) for g, v in pairs
+        ]
+    return optimizer.apply_gradients(pairs)
+
+
 def _divided(grad: Any, total: Any) -> Any:
     import tensorflow as tf
 

@@ -327,7 +327,7 @@ class Estimator:
             # model_fn's (the variable store leaves them to it).
             with _core.facade_owned():
                 if denominator is None:
-                    record.optimizer.inner.apply_gradients(pairs)
+                    _distribute.apply(record.optimizer.inner, pairs)
                 else:
                     ctx.merge_call(
                         _distribute.apply_summed,

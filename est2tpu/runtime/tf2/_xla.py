@@ -25,7 +25,7 @@ from typing import Any
 
 from est2tpu.runtime.tf2 import _dense_lookup
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, facade_owned, invoke
-from est2tpu.runtime.tf2._distribute import _divided, batch_size, same_rows
+from est2tpu.runtime.tf2._distribute import _divided, apply, batch_size, same_rows
 from est2tpu.runtime.tf2._strategy import on_replica_device
 
 
@@ -176,7 +176,7 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
             pairs = same_rows(pairs)
             with facade_owned():  # the optimizer's slots are its own
-                record.optimizer.inner.apply_gradients(pairs)
+                apply(record.optimizer.inner, pairs)
         return loss
 
     return step
