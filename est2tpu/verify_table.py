@@ -141,6 +141,18 @@ def render(result: Verification) -> RenderableType:
         )
     elif len(result.originals) > 1 and all(r.ok for r in result.originals) and result.rows:
         parts.append(Text(f"deterministic: the original's {len(result.originals)} runs agree"))
+    if result.seed_moved:
+        parts.append(
+            Text(
+                "initial values: under other TensorFlow seeds (current TensorFlow draws other "
+                "initial values than TF 2.15) the original's metrics move (compared with twice "
+                "that difference as tolerance):\n  " + "\n  ".join(result.seed_moved)
+            )
+        )
+    elif result.reseeded is not None and result.reseeded.ok:
+        parts.append(
+            Text("initial values: the original's metrics stay under other TensorFlow seeds")
+        )
     for problem in result.problems:
         parts.append(Text(problem))
     if result.kept is not None:

@@ -11,7 +11,6 @@ from est2tpu.cstutil import (
     explode,
     is_multiline,
     iter_calls,
-    one_per_line,
     target_names,
     too_long,
     with_kwarg,
@@ -21,129 +20,34 @@ from est2tpu.index import node_code
 from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import FACADE_MODULE, facade
-from est2tpu.tfapi import LEARN_RUN_CONFIG_ARGS, V1_PARTITIONER
-
-# Canonical TensorFlow name -> the facade's name for it (same signature, same semantics).
-# tf.estimator.experimental's early-stopping functions, which tf.contrib.estimator re-exported.
-_EARLY_STOPPING = (
-    "stop_if_higher_hook",
-    "stop_if_lower_hook",
-    "stop_if_no_increase_hook",
-    "stop_if_no_decrease_hook",
-    "make_early_stopping_hook",
+from est2tpu.rules._tf2001_names import (
+    CONTRIB_RUN_CONFIG_ARGS,
+    CONTRIB_STRATEGIES,
+    CONTRIB_STRATEGY_ARGS,
+    DISTRIBUTE_CONFIG,
+    DISTRIBUTE_CONFIG_ARGS,
+    DISTRIBUTE_CONFIG_QUALIFIED,
+    FACADE_HOOKS,
+    FACADE_NAMES,
+    HOOK_ADVICE,
+    HOOK_POSITIONS,
+    KERAS_TO_ESTIMATOR_NAMES,
+    NAMESPACES,
+    UNSUPPORTED_ARGS,
+    UNSUPPORTED_POSITIONS,
+    private_name,
 )
-
-FACADE_NAMES: dict[str, str] = {
-    "estimator.Estimator": "Estimator",
-    "estimator.EstimatorSpec": "EstimatorSpec",
-    "estimator.ModeKeys": "ModeKeys",
-    "estimator.RunConfig": "RunConfig",
-    "estimator.TrainSpec": "TrainSpec",
-    "estimator.EvalSpec": "EvalSpec",
-    "estimator.train_and_evaluate": "train_and_evaluate",
-    "estimator.LatestExporter": "LatestExporter",
-    "estimator.FinalExporter": "FinalExporter",
-    "estimator.export.PredictOutput": "export.PredictOutput",
-    "estimator.export.ServingInputReceiver": "export.ServingInputReceiver",
-    "estimator.export.build_parsing_serving_input_receiver_fn": (
-        "export.build_parsing_serving_input_receiver_fn"
-    ),
-    "estimator.export.build_raw_serving_input_receiver_fn": (
-        "export.build_raw_serving_input_receiver_fn"
-    ),
-    "estimator.add_metrics": "add_metrics",
-    "estimator.inputs.numpy_input_fn": "inputs.numpy_input_fn",
-    "estimator.inputs.pandas_input_fn": "inputs.pandas_input_fn",
-    "keras.estimator.model_to_estimator": "model_to_estimator",
-    **{
-        f"{space}.{hook}": f"hooks.{hook}"
-        for space in ("estimator", "train")
-        for hook in ("LoggingTensorHook", "StopAtStepHook", "StepCounterHook")
-    },
-    **{f"estimator.experimental.{fn}": f"hooks.{fn}" for fn in _EARLY_STOPPING},
-    # TF 1.x's tf.contrib names for what the facade has, as TensorFlow 1.15 defines them:
-    # the same functions (contrib.estimator re-exported tf.estimator's), the same strings
-    # (contrib.learn's INFER is tf.estimator's PREDICT, "infer"), the same loaders.
-    "contrib.estimator.add_metrics": "add_metrics",
-    **{f"contrib.estimator.{fn}": f"hooks.{fn}" for fn in _EARLY_STOPPING},
-    "contrib.learn.ModeKeys.TRAIN": "ModeKeys.TRAIN",
-    "contrib.learn.ModeKeys.EVAL": "ModeKeys.EVAL",
-    "contrib.learn.ModeKeys.INFER": "ModeKeys.PREDICT",
-    "contrib.learn.RunConfig": "RunConfig",
-    **{
-        f"contrib.learn.datasets.base.{fn}": f"datasets.{fn}"
-        for fn in ("load_csv_with_header", "load_csv_without_header")
-    },
-}
-# tf.contrib.learn.RunConfig maps only when given tfapi.LEARN_RUN_CONFIG_ARGS, by keyword: its
-# other arguments (master, num_cores, ...) configured the TF1 session and cluster.
-CONTRIB_RUN_CONFIG_ARGS = LEARN_RUN_CONFIG_ARGS
-# Private modules of the Estimator whose names programs import directly
-# (`from tensorflow.python.estimator.export.export import build_raw_serving_input_receiver_fn`):
-# module -> the public namespace that exports the same objects.
-PRIVATE_MODULES: dict[str, str] = {
-    f"{root}.python.estimator.export.{module}": "estimator.export"
-    for root in ("tensorflow", "tensorflow_estimator")
-    for module in ("export", "export_output", "export_lib")
-}
-
-
-def private_name(qualified: str | None) -> str | None:
-    """The facade-mapped public name of a name imported from a private Estimator module."""
-    module, _, short = (qualified or "").rpartition(".")
-    space = PRIVATE_MODULES.get(module)
-    name = f"{space}.{short}" if space is not None else None
-    return name if name in FACADE_NAMES else None
-
-
-# The facade's hooks (est2tpu.runtime.tf2.hooks): a `hooks=` argument made only of calls to
-# these is passed on; any other hook needs a session the facade does not have.
-FACADE_HOOKS = frozenset(name for name, new in FACADE_NAMES.items() if new.startswith("hooks."))
-# Hooks with no facade equivalent, and what to do instead.
-HOOK_ADVICE: dict[str, str] = {
-    "ProfilerHook": (
-        "profiles TF1 session runs; profile the facade's training with "
-        "tf.profiler.experimental.start(logdir) / stop() around train()"
-    ),
-}
-# Namespaces under tf.estimator (not symbols): reached only through a longer name.
-NAMESPACES = frozenset(
-    {"estimator", "estimator.export", "estimator.inputs", "estimator.tpu", "estimator.experimental"}
+from est2tpu.rules._tf2001_optimizers import TF1_OPTIMIZERS, Plan, TF1OptimizerTranslation, is_none
+from est2tpu.rules._tf2001_premade import (
+    DNN_EXACT_COLUMNS,
+    EXACT_COLUMNS,
+    OPTIMIZER_NAMES,
+    PREMADE_FACADE,
+    V1_COMMON_PREFIX,
+    PremadeChecks,
+    builds_other_estimator,
 )
-# Arguments the facade has no equivalent for, per facade constructor.
-UNSUPPORTED_ARGS: dict[str, tuple[str, ...]] = {
-    "EstimatorSpec": (
-        "training_chief_hooks",
-        "training_hooks",
-        "scaffold",
-        "evaluation_hooks",
-        "prediction_hooks",
-    ),
-    "RunConfig": ("experimental_distribute",),
-    "TrainSpec": ("hooks",),
-    "EvalSpec": ("hooks",),
-}
-# `RunConfig(experimental_distribute=DistributeConfig(...))`: TF 1.x's spelling (the class
-# was never public in TF 2; programs of TF 2 import it from its module).
-DISTRIBUTE_CONFIG = "contrib.distribute.DistributeConfig"
-DISTRIBUTE_CONFIG_QUALIFIED = "tensorflow.python.distribute.distribute_config.DistributeConfig"
-DISTRIBUTE_CONFIG_ARGS = ("train_distribute", "eval_distribute", "remote_cluster")
-# TF 1.x's tf.contrib strategies (gone in TF 2) that are the strategies the facade picks for
-# the host itself: CollectiveAllReduceStrategy is TF 2's MultiWorkerMirroredStrategy (chosen
-# from TF_CONFIG), MirroredStrategy mirrors the host's GPUs. Their arguments may only count
-# GPUs, which the facade takes all of.
-CONTRIB_STRATEGIES = frozenset(
-    {"contrib.distribute.MirroredStrategy", "contrib.distribute.CollectiveAllReduceStrategy"}
-)
-CONTRIB_STRATEGY_ARGS = frozenset({"num_gpus", "num_gpus_per_worker"})
-KERAS_TO_ESTIMATOR_NAMES = frozenset({"keras.estimator.model_to_estimator"})
-# Estimator methods and where their `hooks` stand when passed by position.
-HOOK_POSITIONS = {"train": 1, "evaluate": 2, "predict": 2}
-# ... and where the constructors' unsupported arguments stand when passed by position.
-UNSUPPORTED_POSITIONS: dict[str, dict[int, str]] = {
-    "TrainSpec": {2: "hooks"},
-    "EvalSpec": {3: "hooks"},
-}
+from est2tpu.tfapi import V1_PARTITIONER
 
 
 def _fills(arg: cst.Arg, index: int, positions: dict[int, str]) -> str | None:
@@ -158,247 +62,6 @@ def _nothing(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Name):
         return expr.value == "None"
     return isinstance(expr, (cst.List, cst.Tuple)) and not expr.elements
-
-
-PREMADE_PREFIXES = ("Baseline", "BoostedTrees", "DNN", "Linear")
-# TF 2.15's V2 premade estimators the facade builds exactly (est2tpu/runtime/tf2/premade.py),
-# and the parameters of each, in order (positional arguments are matched against them).
-PREMADE_FACADE: dict[str, tuple[str, ...]] = {
-    "DNNClassifier": (
-        "hidden_units",
-        "feature_columns",
-        "model_dir",
-        "n_classes",
-        "weight_column",
-        "label_vocabulary",
-        "optimizer",
-        "activation_fn",
-        "dropout",
-        "config",
-        "warm_start_from",
-        "loss_reduction",
-        "batch_norm",
-    ),
-    "DNNRegressor": (
-        "hidden_units",
-        "feature_columns",
-        "model_dir",
-        "label_dimension",
-        "weight_column",
-        "optimizer",
-        "activation_fn",
-        "dropout",
-        "config",
-        "warm_start_from",
-        "loss_reduction",
-        "batch_norm",
-    ),
-    "LinearClassifier": (
-        "feature_columns",
-        "model_dir",
-        "n_classes",
-        "weight_column",
-        "label_vocabulary",
-        "optimizer",
-        "config",
-        "warm_start_from",
-        "loss_reduction",
-        "sparse_combiner",
-    ),
-    "LinearRegressor": (
-        "feature_columns",
-        "model_dir",
-        "label_dimension",
-        "weight_column",
-        "optimizer",
-        "config",
-        "warm_start_from",
-        "loss_reduction",
-        "sparse_combiner",
-    ),
-}
-# What a premade's `optimizer=` may be: one of TF 2.15's names, or a Keras legacy optimizer.
-OPTIMIZER_NAMES = ("Adagrad", "Adam", "Ftrl", "RMSProp", "SGD")
-LEGACY_OPTIMIZERS = frozenset(
-    f"keras.optimizers.legacy.{n}" for n in ("Adagrad", "Adam", "Ftrl", "RMSprop", "SGD")
-)
-LEGACY_OPTIMIZERS = LEGACY_OPTIMIZERS | {"keras.optimizers.legacy.Adadelta"}
-LOSS_REDUCTIONS = frozenset({"SUM_OVER_BATCH_SIZE", "SUM"})
-
-
-class _TF1Optimizer:
-    """A TF1 optimizer class and the Keras legacy class that makes the same update (TF 2.15
-    `training/<name>.py` against `keras/src/optimizers/legacy/<name>.py`, same kernels)."""
-
-    def __init__(
-        self,
-        keras: str,
-        params: tuple[str, ...],
-        renamed: dict[str, str | None],
-        written: dict[str, str] | None = None,
-        required: tuple[str, ...] = ("learning_rate",),
-    ) -> None:
-        self.keras = keras
-        self.params = params  # TF1's, in order (positional arguments are matched to them)
-        # TF1 name -> Keras name (None: dropped: it does not change the update)
-        self.renamed = renamed
-        self.written = written or {}  # Keras argument -> TF1's default, when Keras' differs
-        self.required = required
-
-
-_SAME = {"learning_rate": "learning_rate", "name": "name", "use_locking": None}
-# `use_locking` only serializes concurrent updates of one variable (the facade applies each
-# step once); Ftrl's `accum_name` / `linear_name` only name its slots in a name-based
-# checkpoint (the facade's are object-based).
-TF1_OPTIMIZERS: dict[str, _TF1Optimizer] = {
-    "train.AdagradOptimizer": _TF1Optimizer(
-        "Adagrad",
-        ("learning_rate", "initial_accumulator_value", "use_locking", "name"),
-        {**_SAME, "initial_accumulator_value": "initial_accumulator_value"},
-    ),
-    "train.AdamOptimizer": _TF1Optimizer(
-        "Adam",
-        ("learning_rate", "beta1", "beta2", "epsilon", "use_locking", "name"),
-        {**_SAME, "beta1": "beta_1", "beta2": "beta_2", "epsilon": "epsilon"},
-        {"epsilon": "1e-08"},
-        required=(),
-    ),
-    "train.AdadeltaOptimizer": _TF1Optimizer(
-        "Adadelta",
-        ("learning_rate", "rho", "epsilon", "use_locking", "name"),
-        {**_SAME, "rho": "rho", "epsilon": "epsilon"},
-        {"epsilon": "1e-08"},
-        required=(),
-    ),
-    "train.FtrlOptimizer": _TF1Optimizer(
-        "Ftrl",
-        (
-            "learning_rate",
-            "learning_rate_power",
-            "initial_accumulator_value",
-            "l1_regularization_strength",
-            "l2_regularization_strength",
-            "use_locking",
-            "name",
-            "accum_name",
-            "linear_name",
-            "l2_shrinkage_regularization_strength",
-            "beta",
-        ),
-        {
-            **_SAME,
-            **{
-                n: n
-                for n in (
-                    "learning_rate_power",
-                    "initial_accumulator_value",
-                    "l1_regularization_strength",
-                    "l2_regularization_strength",
-                    "l2_shrinkage_regularization_strength",
-                    "beta",
-                )
-            },
-            "accum_name": None,
-            "linear_name": None,
-        },
-    ),
-    "train.GradientDescentOptimizer": _TF1Optimizer(
-        "SGD", ("learning_rate", "use_locking", "name"), dict(_SAME)
-    ),
-    "train.MomentumOptimizer": _TF1Optimizer(
-        "SGD",
-        ("learning_rate", "momentum", "use_locking", "name", "use_nesterov"),
-        {**_SAME, "momentum": "momentum", "use_nesterov": "nesterov"},
-        required=("learning_rate", "momentum"),
-    ),
-}
-# TF1 optimizers Keras has no class for that makes the same update.
-TF1_NO_KERAS: dict[str, str] = {
-    "train.RMSPropOptimizer": (
-        "TF1's RMSProp starts its mean square at 1 and divides by sqrt(ms + epsilon); "
-        "Keras' starts it at 0 and, without momentum, divides by sqrt(ms) + epsilon"
-    ),
-    "train.ProximalAdagradOptimizer": "Keras has no proximal Adagrad",
-    "train.ProximalGradientDescentOptimizer": "Keras has no proximal gradient descent",
-    "train.AdagradDAOptimizer": "Keras has no Adagrad dual averaging",
-}
-# Adagrad: Keras adds epsilon (1e-7, never 0) to sqrt(accumulator), TF1 adds nothing; the
-# accumulator never falls below its initial value, so the step changes by at most
-# 1e-7 / sqrt(initial value) relative: 3.2e-7 at TF1's default 0.1, 1e-6 at this floor.
-ADAGRAD_MIN_ACCUMULATOR = 0.01
-# How many leading parameters TF 1.x's (V1) premade shares with TF 2.15's (V2), in order.
-V1_COMMON_PREFIX = {
-    "DNNClassifier": 9,
-    "DNNRegressor": 8,
-    "LinearClassifier": 7,
-    "LinearRegressor": 6,
-}
-
-# V1_PARTITIONER (tfapi) names the argument only TF 1.x's (V1) premade has: it shards the
-# weights it names over parameter servers. TF 1.15's `canned/linear.py` opens
-# `variable_scope('linear', partitioner=...)` around the linear model, whose logits are
-# `sum_c x_c @ W_c + b`: a partitioned W is the concatenation of its shards (each
-# initialized to zeros, as W is), so the product and its gradient (split back per shard) are
-# W's, and every optimizer the facade takes updates element-wise. `canned/dnn.py` opens
-# `variable_scope('input_from_feature_columns', partitioner=...)` around the input layer
-# only, whose variables are embedding tables read by `embedding_lookup` over the shards
-# (`partition_strategy='div'`): the rows of the whole table. Without parameter servers both
-# default to `min_max_variable_partitioner(max_partitions=num_ps_replicas)` anyway:
-# placement, not math.
-
-# TF 1.x's partitioner factories: calls that only build a function (nothing else happens).
-PARTITIONER_FACTORIES = frozenset(
-    {"fixed_size_partitioner", "min_max_variable_partitioner", "variable_axis_size_partitioner"}
-)
-# V1's `get_optimizer_instance(name, learning_rate=_LEARNING_RATE)` (TF 2.15
-# `canned/optimizers.py`): a name is TF1's class at the premade's own rate (dnn.py 0.05,
-# linear.py 0.2), where the V2 facade gives a DNN the Keras class default (Adagrad: 0.001).
-V1_LEARNING_RATE = {"DNN": "0.05", "Linear": "0.2"}
-V1_DEFAULT_OPTIMIZER = {"DNN": "Adagrad", "Linear": "Ftrl"}
-
-
-class _Plan:
-    """A TF1 optimizer call's Keras legacy form: each argument's Keras keyword (None: kept
-    positional; absent: dropped) and the arguments written out."""
-
-    def __init__(self, keras: str, keywords: dict[int, str | None], extra: list[str]) -> None:
-        self.keras = keras
-        self.keywords = keywords
-        self.extra = extra
-
-
-def _number(node: cst.BaseExpression) -> float | None:
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return float(node.value.replace("_", ""))
-    return None
-
-
-# Feature columns the facade's premades take (the only ones whose mapping is proven here).
-EXACT_COLUMNS = frozenset({"feature_column.numeric_column"})
-# ... and the DNN premades also take these: TF 2.15's DNN feeds its columns through the same
-# `DenseFeatures` layer the facade builds, so a dense column over integer ids (one-hot,
-# weighted one-hot, embedding, buckets) is the same function. Columns of strings (vocabulary,
-# hash buckets) stay out: string ops cannot run in a TPU or XLA step.
-DNN_EXACT_COLUMNS = EXACT_COLUMNS | {
-    f"feature_column.{name}"
-    for name in (
-        "bucketized_column",
-        "categorical_column_with_identity",
-        "weighted_categorical_column",
-        "indicator_column",
-        "embedding_column",
-    )
-}
-
-
-def builds_other_estimator(canonical: str) -> bool:
-    """A premade estimator: an Estimator the facade cannot be."""
-    short = canonical.rsplit(".", 1)[-1]
-    return (
-        canonical.startswith("estimator.")
-        and short.startswith(PREMADE_PREFIXES)
-        and short.endswith(("Classifier", "Regressor", "Estimator"))
-    )
 
 
 def why_not(canonical: str) -> str:
@@ -423,11 +86,7 @@ def why_not(canonical: str) -> str:
     )
 
 
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
-class EstimatorFacade(Rule):
+class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
     KEYED = True  # looks Estimator constructions up in the index by order
 
     @classmethod
@@ -467,7 +126,7 @@ class EstimatorFacade(Rule):
         # premade calls (by id) -> why they stay (None: they map), decided before the walk
         # since a TF1 optimizer they are given may be built (and rewritten) before them
         self.premade_why: dict[int, str | None] = {}
-        self.tf1_optimizers: dict[int, _Plan] = {}  # TF1 optimizer calls -> their Keras form
+        self.tf1_optimizers: dict[int, Plan] = {}  # TF1 optimizer calls -> their Keras form
         self.v1_premades: set[int] = set()  # premades given one: TF 1.x's V1 classes
         # V1 premade calls (by id) -> the partitioner argument they drop ("" for none)
         self.v1_partitioned: dict[int, str] = {}
@@ -494,7 +153,7 @@ class EstimatorFacade(Rule):
                 short = canonical.rsplit(".", 1)[-1]
                 if canonical != f"estimator.{short}" or short not in PREMADE_FACADE:
                     continue
-                plans: dict[int, _Plan] = {}
+                plans: dict[int, Plan] = {}
                 why = self.premade_refusal(call, short, scope, plans)
                 self.premade_why[id(call)] = why
                 if why is None and (plans or id(call) in self.v1_partitioned):
@@ -828,42 +487,6 @@ class EstimatorFacade(Rule):
         multi-line calls (inside them, a dict or list would need a deeper indent)."""
         return not is_multiline(original) and too_long(new) and self.call_depth() == 1
 
-    @staticmethod
-    def _keras_optimizer(call: cst.Call, plan: _Plan, alias: str) -> cst.Call:
-        args: list[cst.Arg] = []
-        for i, arg in enumerate(call.args):
-            if i not in plan.keywords:
-                continue
-            keyword = plan.keywords[i]
-            if keyword is None:
-                args.append(arg)
-            elif arg.keyword is None:
-                args.append(
-                    arg.with_changes(
-                        keyword=cst.Name(keyword),
-                        equal=cst.AssignEqual(
-                            whitespace_before=cst.SimpleWhitespace(""),
-                            whitespace_after=cst.SimpleWhitespace(""),
-                        ),
-                    )
-                )
-            else:
-                args.append(arg.with_changes(keyword=cst.Name(keyword)))
-        if args and len(args) < len(call.args):
-            # The last argument ends as the call's last did (a trailing comma, a line break).
-            last = call.args[-1]
-            args[-1] = args[-1].with_changes(
-                comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
-            )
-        new = call.with_changes(
-            func=cst.parse_expression(f"{alias}.keras.optimizers.legacy.{plan.keras}"),
-            args=args,
-        )
-        for item in plan.extra:
-            keyword, _, value = item.partition("=")
-            new = with_kwarg(new, keyword, cst.parse_expression(value))
-        return new
-
     def check_method_hooks(self, node: cst.Call) -> None:
         """`estimator.train/evaluate/predict(..., hooks=...)` on an Estimator the index saw:
         the facade runs no SessionRunHooks (saving_listeners it calls like TF1)."""
@@ -919,24 +542,12 @@ class EstimatorFacade(Rule):
                             self._hook_names[name] = self._hook_names.get(name, True) and is_hook
         return self._hook_names.get(value.value, False)
 
-    def column_kinds(self, exact: frozenset[str]) -> list[str]:
-        """The `tf.feature_column.*` functions this module calls, other than the exact ones."""
-        if self._columns is None:
-            found: set[str] = set()
-            if self.state.current is not None:
-                for call in iter_calls(self.state.current, into_defs=True):
-                    name = self.tf_name(call.func)
-                    if name is not None and name.startswith("feature_column."):
-                        found.add(name)
-            self._columns = sorted(found)
-        return [name.rsplit(".", 1)[-1] for name in self._columns if name not in exact]
-
     def premade_refusal(
         self,
         node: cst.Call,
         short: str,
         scope: cst.Module | cst.FunctionDef,
-        plans: dict[int, _Plan],
+        plans: dict[int, Plan],
     ) -> str | None:
         """Why this premade call cannot become the facade's (None: it maps exactly). The
         TF1 optimizers it is given, and how each maps, go into `plans`."""
@@ -1008,12 +619,12 @@ class EstimatorFacade(Rule):
                 f"{', '.join(sorted({n[6:-9] for n in TF1_OPTIMIZERS}))} optimizer written "
                 "here or bound only to such calls in the same function maps exactly)"
             )
-        if "label_vocabulary" in args and not _is_none(args["label_vocabulary"]):
+        if "label_vocabulary" in args and not is_none(args["label_vocabulary"]):
             bad.append(
                 "label_vocabulary (string labels cannot reach a TPU: map them to class ids "
                 "in the input_fn)"
             )
-        if "warm_start_from" in args and not _is_none(args["warm_start_from"]):
+        if "warm_start_from" in args and not is_none(args["warm_start_from"]):
             bad.append(
                 "warm_start_from (an Estimator checkpoint is name-based; the facade's are "
                 "object-based)"
@@ -1041,177 +652,6 @@ class EstimatorFacade(Rule):
             f"tf2 facade's {short}; change {'it' if len(bad) == 1 else 'them'} and re-run, "
             f"or {manual}"
         )
-
-    def _tf1_optimizers(
-        self, premade: cst.Call, value: cst.BaseExpression, scope: cst.Module | cst.FunctionDef
-    ) -> dict[int, _Plan] | str | None:
-        """The TF1 optimizer calls that reach a premade's `optimizer=` and their Keras form:
-        the call itself, or every value of a name that, in the premade's function, is bound
-        only to such calls, is read after them only here (or compared with a string) and
-        appears in no nested function. A str: why not; None: no TF1 optimizer."""
-        if isinstance(value, cst.Call):
-            plan = self._plan_tf1(value)
-            return plan if plan is None or isinstance(plan, str) else {id(value): plan}
-        if not isinstance(value, cst.Name):
-            return None
-        name = value.value
-        nodes = descendants(scope)
-        values: list[cst.Call] = []
-        other = False  # bound otherwise than `name = call` in this scope, or in a nested one
-        skip: set[int] = set()  # Name nodes that are not the variable
-        allowed = {id(value)}  # reads that see a TF1 optimizer harmlessly
-        nested: set[int] = set()
-        for node in nodes:
-            if node is not scope and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                nested.update(id(n) for n in descendants(node) if n is not node)
-                if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                    skip.add(id(node.name))
-                    other = other or node.name.value == name
-            elif isinstance(node, cst.Param):
-                skip.add(id(node.name))  # the parameters are checked below
-            elif isinstance(node, cst.Arg) and node.keyword is not None:
-                skip.add(id(node.keyword))
-            elif isinstance(node, cst.Attribute):
-                skip.add(id(node.attr))
-            elif isinstance(node, (cst.Global, cst.Nonlocal)):
-                other = other or any(n.name.value == name for n in node.names)
-            elif isinstance(node, cst.Assign) and any(
-                name in target_names(t.target) for t in node.targets
-            ):
-                if (
-                    len(node.targets) == 1
-                    and isinstance(node.targets[0].target, cst.Name)
-                    and isinstance(node.value, cst.Call)
-                ):
-                    values.append(node.value)
-                    skip.add(id(node.targets[0].target))
-                else:
-                    other = True
-            elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-                target = node.comparisons[0]
-                sides = (node.left, target.comparator)
-                if isinstance(target.operator, (cst.Equal, cst.NotEqual)) and any(
-                    isinstance(s, cst.SimpleString) for s in sides
-                ):
-                    allowed.update(id(s) for s in sides if isinstance(s, cst.Name))
-        tf1 = [c for c in values if self.tf_name(c.func) in (*TF1_OPTIMIZERS, *TF1_NO_KERAS)]
-        if not tf1:
-            return None
-        if isinstance(scope, cst.Module) and not self.state.path.endswith(".ipynb"):
-            return (
-                f"`{name}` (a module-level name: another module may import it and use it "
-                "as a TF1 optimizer; bind it in a function, or write the call here)"
-            )
-        if other or len(tf1) != len(values):
-            return (
-                f"`{name}` (bound to a TF1 optimizer and to something else, or in a nested "
-                "function)"
-            )
-        # Its value before the first top-level `name = <TF1 optimizer>` (a parameter's)
-        # never reaches the premade, which must come after it.
-        body = scope.body if isinstance(scope, cst.Module) else scope.body.body
-        statement: dict[int, int] = {}
-        for i, stmt in enumerate(body):
-            statement.update((id(n), i) for n in descendants(stmt))
-        values_at = {statement.get(id(c), -1) for c in values}
-        kill = next(
-            (
-                i
-                for i, stmt in enumerate(body)
-                if i in values_at
-                and isinstance(stmt, cst.SimpleStatementLine)
-                and isinstance(stmt.body[0], cst.Assign)
-                and isinstance(stmt.body[0].value, cst.Call)
-                and id(stmt.body[0].value) in {id(c) for c in values}
-            ),
-            None,
-        )
-        params = (
-            []
-            if isinstance(scope, cst.Module)
-            else [
-                p.name.value
-                for p in (
-                    *scope.params.posonly_params,
-                    *scope.params.params,
-                    *scope.params.kwonly_params,
-                    *(
-                        [scope.params.star_arg]
-                        if isinstance(scope.params.star_arg, cst.Param)
-                        else []
-                    ),
-                    *([scope.params.star_kwarg] if scope.params.star_kwarg else []),
-                )
-            ]
-        )
-        if name in params and (kill is None or statement[id(value)] <= kill):
-            return f"`{name}` (a parameter that may reach the estimator unchanged)"
-        for node in nodes:
-            if isinstance(node, cst.Name) and node.value == name and id(node) not in skip:
-                if id(node) in nested:
-                    return f"`{name}` (also used in a nested function)"
-                before = kill is not None and statement.get(id(node), kill) < kill
-                if id(node) not in allowed and not before:
-                    return (
-                        f"`{name}` (a TF1 optimizer that other code uses too: it stays one there)"
-                    )
-        plans: dict[int, _Plan] = {}
-        for call in values:
-            plan = self._plan_tf1(call)
-            if not isinstance(plan, _Plan):
-                return plan or "?"
-            plans[id(call)] = plan
-        return plans
-
-    def _plan_tf1(self, call: cst.Call) -> _Plan | str | None:
-        """How a TF1 optimizer call becomes its Keras legacy class with every argument; a
-        str: why it cannot; None: not a TF1 optimizer."""
-        canonical = self.tf_name(call.func) or ""
-        short = canonical.rsplit(".", 1)[-1]
-        if canonical in TF1_NO_KERAS:
-            return f"{short} (no exact Keras equivalent: {TF1_NO_KERAS[canonical]})"
-        spec = TF1_OPTIMIZERS.get(canonical)
-        if spec is None:
-            return None
-        if self.state.imports.alias_for("tensorflow") is None:
-            return f"{short} (the file does not import tensorflow to spell Keras' class)"
-        given: dict[str, tuple[int, cst.Arg]] = {}
-        for i, arg in enumerate(call.args):
-            if arg.star:
-                return f"{short}(*args/**kwargs) (its arguments cannot be read)"
-            kw = arg.keyword.value if arg.keyword is not None else None
-            if kw is None and i < len(spec.params):
-                kw = spec.params[i]
-            if kw is None or kw not in spec.params:
-                return f"{short} (an argument TF1's {short} does not take)"
-            given[kw] = (i, arg)
-        missing = [r for r in spec.required if r not in given]
-        if missing:
-            return f"{short} without {', '.join(missing)} (TF1 raises a TypeError)"
-        rate = given.get("learning_rate")
-        if rate is not None and isinstance(rate[1].value, cst.Lambda):
-            return f"{short} with a callable learning rate (called at other times by Keras)"
-        epsilon = given.get("epsilon")
-        if epsilon is not None and _number(epsilon[1].value) == 0:
-            return f"{short}(epsilon=0) (Keras takes an epsilon of 0 as 1e-7)"
-        if spec.keras == "Adagrad" and "initial_accumulator_value" in given:
-            start = _number(given["initial_accumulator_value"][1].value)
-            if start is None or start < ADAGRAD_MIN_ACCUMULATOR:
-                return (
-                    f"{short} with an initial_accumulator_value other than a number >= "
-                    f"{ADAGRAD_MIN_ACCUMULATOR} (Keras adds epsilon 1e-7 to the square "
-                    "root of the accumulator, TF1 adds nothing: negligible only above it)"
-                )
-        keywords: dict[int, str | None] = {}
-        for kw, (i, arg) in given.items():
-            new = spec.renamed[kw]
-            if kw == "beta" and _is_none(arg.value):
-                new = None  # TF1 takes None as 0.0, Keras' default
-            if new is None:
-                continue
-            keywords[i] = None if i == 0 and arg.keyword is None else new
-        extra = [f"{k}={v}" for k, v in spec.written.items() if k not in given]
-        return _Plan(spec.keras, keywords, extra)
 
     def _v1_arguments(self, original: cst.Call, updated: cst.Call, alias: str) -> cst.Call:
         """A V1 premade's partitioner dropped and its optimizer name (or default) written as
@@ -1248,123 +688,6 @@ class EstimatorFacade(Rule):
             else:
                 updated = with_kwarg(updated, "optimizer", value)
         return updated
-
-    def _relaid(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        """A V1 premade whose rewrite made a line too long, laid out one argument per line
-        (also a multi-line call, unless a comment sits among its arguments)."""
-        if not (self.v1_partitioned.get(id(original)) or id(original) in self.v1_optimizer):
-            return updated
-        code = cst.Module([]).code_for_node(updated)
-        long = max(len(line) for line in code.splitlines()) + 16 > 88
-        if long and "#" not in code and not one_per_line(updated) and self.call_depth() == 1:
-            return explode(updated, 1)
-        return updated
-
-    def _plain_partitioner(self, node: cst.BaseExpression) -> bool:
-        """`None`, a name, an attribute of a name, or TF 1.x's partitioner factory called
-        with such values or literals: nothing but the value happens when it is evaluated."""
-        if isinstance(node, cst.Name):
-            return True
-        if isinstance(node, cst.Attribute):
-            return self._plain_partitioner(node.value)
-        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
-            return True
-        if isinstance(node, cst.UnaryOperation):
-            return self._plain_partitioner(node.expression)
-        if isinstance(node, cst.BinaryOperation):
-            return self._plain_partitioner(node.left) and self._plain_partitioner(node.right)
-        if isinstance(node, cst.Call):
-            name = self.tf_name(node.func) or ""
-            return name.rsplit(".", 1)[-1] in PARTITIONER_FACTORIES and all(
-                not a.star and self._plain_partitioner(a.value) for a in node.args
-            )
-        return False
-
-    def _v1_named_optimizer(self, short: str, node: cst.BaseExpression | None) -> str:
-        """The Keras legacy optimizer (class and arguments) that makes V1's update for an
-        optimizer given by name or left to its default; "" when the facade's own is already
-        V1's, "(why)" when none is."""
-        kind = "DNN" if short.startswith("DNN") else "Linear"
-        if node is None:
-            name = V1_DEFAULT_OPTIMIZER[kind]
-        elif _is_none(node):
-            if kind == "DNN":
-                return "(None: TF 1.x's V1 DNN premade raises a ValueError for it)"
-            return ""  # both use Ftrl at min(0.2, 1 / sqrt(len(feature_columns)))
-        elif isinstance(node, cst.SimpleString) and node.evaluated_value in OPTIMIZER_NAMES:
-            name = str(node.evaluated_value)
-        else:
-            return (
-                f"(the partitioner makes this TF 1.x's V1 {short}, whose optimizer maps "
-                "exactly only as a name or a TF1 optimizer written here; a Keras optimizer "
-                "fails in it)"
-            )
-        tf1 = f"train.{'GradientDescent' if name == 'SGD' else name}Optimizer"
-        if tf1 in TF1_NO_KERAS:
-            return f"({name!r} is TF 1.x's {tf1[6:]}: {TF1_NO_KERAS[tf1]})"
-        if kind == "Linear" and name == "Ftrl":
-            return ""  # the facade's 'Ftrl' is Ftrl at 0.2 too
-        spec = TF1_OPTIMIZERS[tf1]
-        extra = "".join(f", {k}={v}" for k, v in spec.written.items())
-        return f"{spec.keras}(learning_rate={V1_LEARNING_RATE[kind]}{extra})"
-
-    def _exact_optimizer(self, node: cst.BaseExpression) -> bool:
-        if isinstance(node, cst.SimpleString):
-            return node.evaluated_value in OPTIMIZER_NAMES
-        if isinstance(node, cst.Call):
-            name = self.tf_name(node.func)
-            return name in LEGACY_OPTIMIZERS and not any(a.star for a in node.args)
-        return False
-
-    def _exact_reduction(self, node: cst.BaseExpression) -> bool:
-        if isinstance(node, cst.Name):
-            # `loss_reduction = tf.losses.Reduction.SUM` once in the module: that constant
-            value = self._bound_once(node.value)
-            return (
-                value is not None
-                and not isinstance(value, cst.Name)
-                and (self._exact_reduction(value))
-            )
-        name = self.tf_name(node)
-        qualified = self.state.imports.qualify(node) or ""
-        if name is None or ".compat.v1." in qualified:
-            return False  # tf.compat.v1.losses.Reduction is TF1's (weighted_sum, ...)
-        head, _, last = name.rpartition(".")
-        return head in ("losses.Reduction", "keras.losses.Reduction") and last in LOSS_REDUCTIONS
-
-    def _bound_once(self, name: str) -> cst.BaseExpression | None:
-        """What `name = value`, the only binding of the name anywhere in the module, binds."""
-        values: list[cst.BaseExpression] = []
-        other = False
-        for node in descendants(self._module):
-            targets: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign):
-                for t in node.targets:
-                    if name not in target_names(t.target):
-                        continue
-                    if isinstance(t.target, cst.Name) and len(node.targets) == 1:
-                        values.append(node.value)
-                    else:
-                        other = True
-            elif isinstance(
-                node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)
-            ):
-                targets = [node.target]
-            elif isinstance(node, (cst.WithItem, cst.ImportAlias, cst.ExceptHandler)):
-                alias = node.asname if not isinstance(node, cst.ExceptHandler) else node.name
-                if alias is not None:
-                    targets = [alias.name]
-                if isinstance(node, cst.ImportAlias) and alias is None:
-                    targets = [node.name]
-            elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-                targets = [node.name]
-            elif isinstance(node, (cst.Global, cst.Nonlocal)):
-                targets = [n.name for n in node.names]
-            other = other or any(
-                name in target_names(t) or (isinstance(t, cst.Name) and t.value == name)
-                for t in targets
-            )
-        return values[0] if len(values) == 1 and not other else None
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute

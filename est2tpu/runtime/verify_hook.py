@@ -13,6 +13,9 @@ What it does in the program:
   TensorFlow's global seed when TensorFlow loads, all from ``$EST2TPU_VERIFY_SEED``;
 - gives ``RunConfig(tf_random_seed=None)`` that seed (the graph seed of every
   train/evaluate/predict graph an Estimator builds);
+- with ``$EST2TPU_VERIFY_TF_SEED_SHIFT`` set, adds it to every TensorFlow seed: the global
+  seed, the program's own ``tf.random.set_seed`` (any spelling), ``RunConfig``'s and the
+  seed Keras' initializers draw from (``keras.utils.set_random_seed``);
 - with ``$EST2TPU_VERIFY_TPU_CORES`` set (``verify --tpu``), applies the TPU semantics of
   `est2tpu.runtime.tpu_verify` instead of recording, and writes its findings;
 - records each ``train()`` (the global step it reached) and ``evaluate()`` (the metrics dict it
@@ -43,6 +46,9 @@ SEED_ENV = "EST2TPU_VERIFY_SEED"
 RECORD_ENV = "EST2TPU_VERIFY_RECORD"
 HOOK_DIR_ENV = "EST2TPU_VERIFY_HOOK_DIR"
 PROJECT_ENV = "EST2TPU_VERIFY_PROJECT"  # the copy the program runs in
+# Added to every TensorFlow seed the program sets or gets (`verify --target tf2`'s run under
+# other TensorFlow seeds: how far the program's metrics move with its initial values).
+TF_SEED_SHIFT_ENV = "EST2TPU_VERIFY_TF_SEED_SHIFT"
 
 _record: dict[str, Any] = {"evaluations": [], "trains": [], "patched": [], "model_dirs": []}
 _active = threading.local()
@@ -51,6 +57,10 @@ _installed = False
 
 def _seed() -> int:
     return int(os.environ.get(SEED_ENV, "0"))
+
+
+def _tf_seed_shift() -> int:
+    return int(os.environ.get(TF_SEED_SHIFT_ENV, "0") or 0)
 
 
 def _plain(value: Any) -> Any:
@@ -151,8 +161,13 @@ def _default_seed(module: ModuleType, class_name: str) -> None:
 
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("tf_random_seed") is None and len(args) < 2:
-            kwargs["tf_random_seed"] = _seed()
+        if len(args) >= 2:  # RunConfig(model_dir, tf_random_seed, ...)
+            if args[1] is not None:
+                args = (args[0], args[1] + _tf_seed_shift(), *args[2:])
+        elif kwargs.get("tf_random_seed") is None:
+            kwargs["tf_random_seed"] = _seed() + _tf_seed_shift()
+        else:
+            kwargs["tf_random_seed"] += _tf_seed_shift()
         init(self, *args, **kwargs)
 
     __init__.__est2tpu_verify__ = True  # type: ignore[attr-defined]
@@ -166,7 +181,55 @@ def _seed_numpy(module: ModuleType) -> None:
 def _seed_tensorflow(module: ModuleType) -> None:
     set_seed = getattr(getattr(module, "random", None), "set_seed", None)
     if set_seed is not None:
-        set_seed(_seed())
+        set_seed(_seed() + _tf_seed_shift())
+    if _tf_seed_shift():
+        _shift_seed_setters(module)
+
+
+def _shift_seed_setters(module: ModuleType) -> None:
+    """The program's own global seeds, shifted: `tf.random.set_seed` and its TF1 and
+    `compat.v2` spellings (Keras' `set_random_seed` calls the latter)."""
+    places = [
+        (("random",), "set_seed"),
+        (("compat", "v2", "random"), "set_seed"),
+        (("compat", "v1"), "set_random_seed"),
+        (("compat", "v1", "random"), "set_random_seed"),
+    ]
+    for path, name in places:
+        owner: Any = module
+        for part in path:
+            owner = getattr(owner, part, None)
+        setter = getattr(owner, name, None)
+        if setter is None or getattr(setter, "__est2tpu_verify__", False):
+            continue
+
+        def shifted(seed: Any, _setter: Any = setter) -> Any:
+            return _setter(seed if seed is None else seed + _tf_seed_shift())
+
+        shifted.__est2tpu_verify__ = True  # type: ignore[attr-defined]
+        setattr(owner, name, functools.wraps(setter)(shifted))
+
+
+class _ShiftedSeeds(threading.local):
+    """Keras' seed generator (`backend._SEED_GENERATOR`), whose `generator` Keras'
+    `set_random_seed` sets to `random.Random(seed)`: each one set is replaced by a generator
+    of another seed derived from it, so the initial values of Keras layers move too."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "generator" and isinstance(value, random.Random):
+            value = random.Random(value.getrandbits(64) + _tf_seed_shift())
+        super().__setattr__(name, value)
+
+
+def _shift_keras_seeds(module: ModuleType) -> None:
+    """Keras' own seed generator, shifted (with ``$EST2TPU_VERIFY_TF_SEED_SHIFT``)."""
+    current = getattr(module, "_SEED_GENERATOR", None)
+    if not _tf_seed_shift() or current is None or isinstance(current, _ShiftedSeeds):
+        return
+    shifted = _ShiftedSeeds()
+    if getattr(current, "generator", None) is not None:
+        shifted.generator = current.generator
+    module._SEED_GENERATOR = shifted  # type: ignore[attr-defined]
 
 
 def _patch_facade(module: ModuleType) -> None:
@@ -179,6 +242,7 @@ _ESTIMATOR = "tensorflow_estimator.python.estimator."
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "numpy": _seed_numpy,
     "tensorflow": _seed_tensorflow,
+    "keras.src.backend": _shift_keras_seeds,  # Keras 2.15, TF 2.15's
     _ESTIMATOR + "estimator": lambda m: _patch_methods(m, "Estimator"),
     _ESTIMATOR + "tpu.tpu_estimator": lambda m: _patch_methods(m, "TPUEstimator"),
     _ESTIMATOR + "run_config": lambda m: _default_seed(m, "RunConfig"),

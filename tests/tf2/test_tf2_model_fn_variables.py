@@ -9,8 +9,10 @@ Each program runs on TF 2.15 as written and on current TensorFlow migrated.
 trained by `compute_gradients(loss, tf.compat.v1.trainable_variables())` and
 `apply_gradients`, and a TF1 optimizer built outside the model_fn and passed in `params`.
 `programs/feature_column_variables.py`: a feature-column `input_layer` with an embedding
-column inside a `variable_scope`, beside a `linear_model` (the default strategy only: an
-embedding lookup is sparse ops, which XLA, like a TPU, does not compile).
+column inside a `variable_scope`, beside a `linear_model`, also under XLA alone and over 8
+replicas alone: under XLA the lookup is the dense one XLA compiles (`_dense_lookup`), over
+several replicas each sparse gradient is all-reduced over the rows any replica touched
+(`_distribute.same_rows`).
 `programs/tf1_optimizers_the_facade_did_not_build.py`: an Estimator subclass (its model_fn
 stays TF1 code) and a TF1 optimizer subclass with its own `compute_gradients`.
 
@@ -49,10 +51,16 @@ ENVIRONMENTS: dict[str, dict[str, str]] = {
         "EST2TPU_CPU_REPLICAS": "8",
     },
 }
-# XLA compiles no sparse op (an embedding column's lookup: SparseReshape), as a TPU runs
-# none; over 8 replicas the replicas' sparse embedding gradients, of different sizes, fail
-# the strategy's all-gather. The feature-column program runs on the default strategy.
-ONE_DEVICE = frozenset({"feature_column_variables"})
+# The feature-column program also runs under XLA alone and over 8 replicas alone: the
+# embedding's lookup and sparse gradient take a path of their own in each.
+SPARSE_PATHS: dict[str, dict[str, str]] = {
+    "xla": {"EST2TPU_JIT_COMPILE": "1"},
+    "8_replicas": {"EST2TPU_CPU_REPLICAS": "8"},
+}
+ENVIRONMENTS_OF: dict[str, dict[str, dict[str, str]]] = {
+    name: {**ENVIRONMENTS, **SPARSE_PATHS} if name == "feature_column_variables" else ENVIRONMENTS
+    for name in CASES
+}
 
 
 def _run(
@@ -108,8 +116,7 @@ def original(
     [
         (name, environment)
         for name in sorted(CASES)
-        for environment in sorted(ENVIRONMENTS)
-        if environment == "default" or name not in ONE_DEVICE
+        for environment in sorted(ENVIRONMENTS_OF[name])
     ],
 )
 def test_migrated_program_trains_like_the_original(
@@ -122,7 +129,7 @@ def test_migrated_program_trains_like_the_original(
 ) -> None:
     want_all = original(name, harness, tmp_path_factory)
     program = migrated_program(name, tmp_path_factory)
-    migrated = _run(harness, tfcur, program, tmp_path / "run", ENVIRONMENTS[environment])
+    migrated = _run(harness, tfcur, program, tmp_path / "run", ENVIRONMENTS_OF[name][environment])
     parts = CASES[name]
     assert sorted(migrated) == sorted(want_all) == sorted(parts)
     for part in parts:

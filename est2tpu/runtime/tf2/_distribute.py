@@ -24,6 +24,55 @@ def apply_summed(strategy: Any, optimizer: Any, grads_and_vars: Any, denominator
         return optimizer._distributed_apply(_Summed(strategy, reduced[0]), summed)
 
 
+def same_rows(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """`pairs` with each sparse gradient (an `IndexedSlices`, an embedding's) over the rows
+    that any replica's gradient touches, in the same order on every replica (one all-reduce
+    of a row mask per variable), each replica's own sum per row as the values.
+
+    The replicas' `IndexedSlices` then have the same size, which the strategy's
+    all-gather of sparse gradients needs (their sizes follow each replica's ids), and the
+    optimizer's sum of them (it adds up the duplicate rows) is the global-batch gradient.
+    With one replica, `pairs` as they are."""
+    import tensorflow as tf
+
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync <= 1:
+        return pairs
+    out = []
+    for grad, var in pairs:
+        if not isinstance(grad, tf.IndexedSlices):
+            out.append((grad, var))
+            continue
+        rows = tf.shape(var, out_type=tf.int64)[0]
+        indices = tf.cast(grad.indices, tf.int64)
+        touched = tf.math.unsorted_segment_max(tf.ones_like(indices, tf.float32), indices, rows)
+        touched = ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.maximum(touched, 0.0))
+        kept = tf.where(touched > 0)[:, 0]
+        summed = tf.math.unsorted_segment_sum(grad.values, indices, rows)
+        out.append((tf.IndexedSlices(tf.gather(summed, kept), kept, grad.dense_shape), var))
+    return out
+
+
+def apply(optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    """`optimizer.apply_gradients(pairs)` in a replica. A Keras optimizer over several
+    replicas gets each sparse gradient dense: its all-gather of `IndexedSlices` inside the
+    train loop does not hold (the replicas' collectives mismatch), an all-reduce of dense
+    tensors does. Keras' SGD, Adagrad and Adam update the rows a zero gradient leaves as
+    their sparse update does; momentum and RMSprop move every row, as on a TPU."""
+    import tensorflow as tf
+
+    ctx = tf.distribute.get_replica_context()
+    if (
+        ctx is not None
+        and ctx.num_replicas_in_sync > 1
+        and not isinstance(optimizer, tf.compat.v1.train.Optimizer)
+    ):
+        pairs = [
+            (tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v) for g, v in pairs
+        ]
+    return optimizer.apply_gradients(pairs)
+
+
 def _divided(grad: Any, total: Any) -> Any:
     import tensorflow as tf
 

@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from est2tpu.runtime.tf2 import _core, _distribute, _strategy, _xla
+from est2tpu.runtime.tf2 import _core, _dense_lookup, _distribute, _strategy, _xla
 from est2tpu.runtime.tf2._core import ModeKeys, State, current, invoke, tf_function
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._distribute import batch_size
-from est2tpu.runtime.tf2.hooks import StepCounter
+from est2tpu.runtime.tf2.hooks import StepCounter, hook_tensors
 from est2tpu.runtime.tf2.metrics import Metric
 from est2tpu.runtime.tf2.model_fn import EstimatorSpec, _check_spec, _with_metrics
 from est2tpu.runtime.tf2.run_config import RunConfig
@@ -322,11 +322,12 @@ class Estimator:
                 pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
+            pairs = _dense_lookup.compilable_gradients(_distribute.same_rows(pairs))
             # The optimizer is the facade's: its slot variables are its own, not the
             # model_fn's (the variable store leaves them to it).
             with _core.facade_owned():
                 if denominator is None:
-                    record.optimizer.inner.apply_gradients(pairs)
+                    _distribute.apply(record.optimizer.inner, pairs)
                 else:
                     ctx.merge_call(
                         _distribute.apply_summed,
@@ -335,28 +336,7 @@ class Estimator:
         del tape
         if fetch is None:
             return tf.cast(spec.loss, tf.float32)
-        return tf.cast(spec.loss, tf.float32), self._hook_tensors(spec, fetch)
-
-    @staticmethod
-    def _hook_tensors(spec: EstimatorSpec, user_hooks: Any) -> dict[str, Any]:
-        """The tensors of the logging hooks: those train() got (tensor names, looked up in
-        this trace) and those the model_fn returned (this trace's copies)."""
-        import tensorflow as tf
-
-        from est2tpu.runtime.tf2.hooks import LoggingTensorHook
-
-        graph = tf.compat.v1.get_default_graph()
-        tensors: dict[str, Any] = {}
-        for i, hook in enumerate(user_hooks):
-            for tag, tensor in hook.tensors.items():
-                if isinstance(tensor, str):
-                    tensor = graph.get_tensor_by_name(tensor if ":" in tensor else f"{tensor}:0")
-                tensors[f"hook{i}/{tag}"] = tf.identity(tensor)
-        for i, hook in enumerate(spec.training_hooks or ()):
-            if isinstance(hook, LoggingTensorHook):
-                for tag, tensor in hook.tensors.items():
-                    tensors[f"spec{i}/{tag}"] = tf.identity(tensor)
-        return tensors
+        return tf.cast(spec.loss, tf.float32), hook_tensors(spec, fetch)
 
     def _fetch_function(self, user_hooks: list[Any]) -> Any:
         """One train step that also returns the logging hooks' tensors (replica 0's)."""
@@ -416,11 +396,7 @@ class Estimator:
         state = self._ensure_state()
         strategy = self._strategy
         summary_step, _ = self._summary_steps()
-        replica_fn: Any = self._replica_train
-        if self._config.jit_compile and strategy.num_replicas_in_sync > 1:
-            replica_fn = _xla.replica_step(self)
-        elif self._config.jit_compile:
-            replica_fn = tf.function(self._replica_train, jit_compile=True, autograph=False)
+        replica_fn = _xla.train_replica_fn(self)
 
         @tf_function
         def train_steps(iterator: Any, n: Any) -> Any:

@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from est2tpu.runtime.tf2 import _dense_lookup
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, facade_owned, invoke
-from est2tpu.runtime.tf2._distribute import _divided, batch_size
+from est2tpu.runtime.tf2._distribute import _divided, apply, batch_size, same_rows
 from est2tpu.runtime.tf2._strategy import on_replica_device
 
 
@@ -72,6 +73,23 @@ class _Plan:
 
     def __init__(self) -> None:
         self.ops: list[tuple[Any, list[Any], list[tuple[int | None, list[int | None]]]]] = []
+
+
+def train_replica_fn(estimator: Any) -> Callable[..., Any]:
+    """What `strategy.run` calls for one train step: the Estimator's `_replica_train`; under
+    XLA on one device, all of it compiled; under XLA over several local replicas,
+    `replica_step`. Embedding lookups in a compiled program are XLA's (`_dense_lookup`)."""
+    import tensorflow as tf
+
+    replica_train: Callable[..., Any] = estimator._replica_train
+    if not estimator._config.jit_compile:
+        return replica_train
+    if estimator._strategy.num_replicas_in_sync > 1:
+        return replica_step(estimator)
+    compiled: Callable[..., Any] = tf.function(
+        _dense_lookup.compilable(replica_train), jit_compile=True, autograph=False
+    )
+    return compiled
 
 
 def replica_step(estimator: Any) -> Callable[[Any], Any]:
@@ -133,7 +151,9 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
         del tape
         return tf.cast(spec.loss, tf.float32), grads_out, denominators
 
-    compiled = on_replica_device(tf.function(program, jit_compile=True, autograph=False))
+    compiled = on_replica_device(
+        tf.function(_dense_lookup.compilable(program), jit_compile=True, autograph=False)
+    )
 
     def step(element: Any) -> Any:
         ctx = tf.distribute.get_replica_context()
@@ -154,8 +174,9 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
             pairs = [(g, v) for g, v in zip(summed, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
+            pairs = same_rows(pairs)
             with facade_owned():  # the optimizer's slots are its own
-                record.optimizer.inner.apply_gradients(pairs)
+                apply(record.optimizer.inner, pairs)
         return loss
 
     return step

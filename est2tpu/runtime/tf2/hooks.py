@@ -446,6 +446,25 @@ def stop_if_no_decrease_hook(
     )
 
 
+def hook_tensors(spec: Any, user_hooks: Any) -> dict[str, Any]:
+    """The tensors of the logging hooks, in a train step's trace: those train() got (tensor
+    names, looked up in this trace) and those the model_fn returned (this trace's copies)."""
+    import tensorflow as tf
+
+    graph = tf.compat.v1.get_default_graph()
+    tensors: dict[str, Any] = {}
+    for i, hook in enumerate(user_hooks):
+        for tag, tensor in hook.tensors.items():
+            if isinstance(tensor, str):
+                tensor = graph.get_tensor_by_name(tensor if ":" in tensor else f"{tensor}:0")
+            tensors[f"hook{i}/{tag}"] = tf.identity(tensor)
+    for i, hook in enumerate(spec.training_hooks or ()):
+        if isinstance(hook, LoggingTensorHook):
+            for tag, tensor in hook.tensors.items():
+                tensors[f"spec{i}/{tag}"] = tf.identity(tensor)
+    return tensors
+
+
 class StepCounter:
     """TF1's `StepCounterHook`: `global_step/sec` every `every` steps.
 
