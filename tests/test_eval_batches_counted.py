@@ -8,6 +8,7 @@ checked here on real datasets) and passes them as steps.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -156,8 +157,8 @@ def test_evaluate_without_steps_over_a_generator_trains_like_the_original(
         assert not result.findings, [f.render() for f in result.findings]
         assert result.new_text is not None
         result.path.write_text(result.new_text, encoding="utf-8")
-    text = (migrated / "train.py").read_text(encoding="utf-8")
-    assert "tpu_runtime.evaluate(estimator, lambda params: input_fn(70" in text
+    code = ast.unparse(ast.parse((migrated / "train.py").read_text(encoding="utf-8")))
+    assert "tpu_runtime.evaluate(estimator, lambda params: input_fn(70" in code
     before = harness.run_project(original, ("train.py",), tmp_path / "run-original")
     after = harness.run_project(migrated, ("train.py",), tmp_path / "run-migrated")
     assert after.metrics == before.metrics
