@@ -31,7 +31,7 @@ from est2tpu.rules._tf2001_names import (
     UNSUPPORTED_POSITIONS,
     private_name,
 )
-from est2tpu.rules.tf2005_premade_estimator import PremadeFacade, is_premade
+from est2tpu.rules.tf2005_premade_estimator_facade import PremadeFacade, is_premade
 
 
 def _fills(arg: cst.Arg, index: int, positions: dict[int, str]) -> str | None:
