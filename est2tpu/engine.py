@@ -291,6 +291,7 @@ def _transform(
     state = FileState(
         path, index, target, ImportTable.from_module(module), original, use_runtime=use_runtime
     )
+    state.rule_ids = frozenset(rule_cls.ID for rule_cls in rules)
     first = imports_of = module
     # Generated code of each tree met, by identity (the first tree's is taken to be the
     # text; `check_round_trip` below holds LibCST to that before a changed tree is used).

@@ -13,7 +13,7 @@ from typing import Any
 
 import libcst as cst
 
-from est2tpu.cstutil import walk
+from est2tpu.cstutil import descendants, target_names, walk
 from est2tpu.pytree import PyTree
 from est2tpu.scan import code_only, may_spell
 
@@ -34,6 +34,7 @@ _TF_ROOTS = (
     "tensorflow.",
 )
 _PRIVATE = ("tensorflow.python.", "tensorflow_estimator.python.")
+_COMPAT = ("compat.v1.", "compat.v2.")  # the same length: one slice strips either
 _TF_MODULES = {
     "tensorflow": "",
     "tensorflow.compat.v1": "",
@@ -75,7 +76,9 @@ def _module_name(node: cst.BaseExpression) -> str:
 def canonical_tf(qualified: str | None) -> str | None:
     """The TensorFlow-relative name of a qualified name, or None if it is not TensorFlow.
 
-    TensorFlow's private modules (`tensorflow.python.*`) are not its API: None.
+    TensorFlow's private modules (`tensorflow.python.*`) are not its API: None. TensorFlow's
+    compat modules hold compat modules again (`tf.compat.v1.compat.v1.X` is `tf.compat.v1.X`):
+    each is read through.
     """
     if qualified is None or qualified.startswith(_PRIVATE):
         return None
@@ -83,7 +86,13 @@ def canonical_tf(qualified: str | None) -> str | None:
         return _TF_MODULES[qualified]
     for root in _TF_ROOTS:
         if qualified.startswith(root):
-            return qualified[len(root) :]
+            rest = qualified[len(root) :]
+            if root.startswith("tensorflow."):
+                while rest.startswith(_COMPAT):
+                    rest = rest[len(_COMPAT[0]) :]
+                if rest in ("compat.v1", "compat.v2"):
+                    return ""
+            return rest
     return None
 
 
@@ -222,6 +231,8 @@ class ImportTable:
                 if target in ("tensorflow", "tensorflow_estimator"):
                     out.append(f"{name}.compat.v1.{canonical}")
                     out.append(f"{name}.compat.v2.{canonical}")
+                if target == "tensorflow":
+                    out.append(f"{name}.compat.v1.compat.v1.{canonical}")
             elif canonical.startswith(bound + "."):
                 out.append(f"{name}.{canonical[len(bound) + 1 :]}")
         return out
@@ -403,3 +414,61 @@ def estimator_name_of(qualified: str | None) -> str | None:
         short = qualified.rpartition(".")[2]
         return "estimator." + short.removesuffix("V2")
     return canonical_tf(qualified)
+
+
+def single_assignments(module: cst.Module) -> dict[str, cst.Assign]:
+    """Each name whose only binding anywhere in the module is one `name = value` (a single
+    plain target): no other assignment, import, def, class, parameter, loop, `with`,
+    `except`, walrus, `del`, `global` or `nonlocal` of it. Name -> that assignment."""
+    found: dict[str, cst.Assign] = {}
+    other: set[str] = set()
+    for node in descendants(module):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                names = target_names(t.target)
+                if isinstance(t.target, cst.Name) and len(node.targets) == 1:
+                    if t.target.value in found:
+                        other.add(t.target.value)
+                    found[t.target.value] = node
+                else:
+                    other.update(names)
+        elif isinstance(
+            node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)
+        ):
+            targets = [node.target]
+        elif isinstance(node, (cst.WithItem, cst.ImportAlias, cst.ExceptHandler)):
+            alias = node.asname if not isinstance(node, cst.ExceptHandler) else node.name
+            if alias is not None:
+                targets = [alias.name]
+            if isinstance(node, cst.ImportAlias) and alias is None:
+                targets = [node.name]
+        elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+            targets = [node.name]
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            targets = [n.name for n in node.names]
+        for bound in targets:
+            other.update(target_names(bound))
+            if isinstance(bound, cst.Name):
+                other.add(bound.value)
+    return {name: node for name, node in found.items() if name not in other}
+
+
+def module_aliases(module: cst.Module, imports: ImportTable) -> dict[str, str]:
+    """Module-level names bound once, to a TensorFlow name (`train = tf.compat.v1.train`,
+    `Adam = tf.compat.v1.train.AdamOptimizer`), and nowhere else: name -> the qualified
+    name it stands for."""
+    top = {
+        id(small)
+        for statement in module.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+    }
+    aliases: dict[str, str] = {}
+    for name, assign in single_assignments(module).items():
+        if id(assign) not in top or name in imports.bindings:
+            continue
+        qualified = imports.qualify(assign.value)
+        if qualified is not None and canonical_tf(qualified) is not None:
+            aliases[name] = qualified
+    return aliases

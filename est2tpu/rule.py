@@ -50,6 +50,12 @@ class FileState:
     _line_maps: dict[int, list[int]] = field(default_factory=dict)
     # The engine's memo of generated code by tree (set while the rules run).
     code_of: Callable[[cst.Module], str] | None = None
+    # The IDs of the rules that run (None: every rule of the target).
+    rule_ids: frozenset[str] | None = None
+
+    def runs(self, rule_id: str) -> bool:
+        """Does the rule `rule_id` run on this file (is it selected)?"""
+        return self.rule_ids is None or rule_id in self.rule_ids
 
     def original_line(self, line: int) -> int:
         """Map a line of the tree a rule sees back to the text before the migration."""

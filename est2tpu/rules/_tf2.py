@@ -1,4 +1,4 @@
-"""What the tf2 rules (TF2001-TF2003) share: the facade module, which defs run as a
+"""What the tf2 rules (TF2001-TF2005) share: the facade module, which defs run as a
 model_fn, and the table of TF1 APIs the facade has exact equivalents for. Not a rule (the
 registry skips `_`-prefixed modules)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.codemod.visitors import AddImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from est2tpu.cstutil import iter_calls
 from est2tpu.index import ProjectIndex
-from est2tpu.names import attr_chain
+from est2tpu.names import attr_chain, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 
 FACADE_MODULE = "est2tpu.runtime.tf2"
@@ -22,6 +22,25 @@ def facade(rule: Rule, name: str) -> cst.BaseExpression:
     """A reference to `est2tpu.runtime.tf2.<name>`, imported as `tf2_runtime`."""
     AddImportsVisitor.add_needed_import(rule.context, FACADE_MODULE, asname=FACADE_ALIAS)
     return attr_chain(f"{FACADE_ALIAS}.{name}")
+
+
+def drop_estimator_import(rule: Rule, node: cst.Name | cst.Attribute) -> None:
+    """`tfe.Estimator` (or `Estimator`) became the facade's: once nothing else uses `tfe`,
+    its import of an Estimator-only module goes (current TensorFlow cannot import it).
+    LibCST removes it only if it is unused when the rule is done; an import of `tensorflow`
+    itself stays."""
+    head: cst.BaseExpression = node
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not isinstance(head, cst.Name):
+        return
+    imports = rule.state.imports
+    target = imports.bindings.get(head.value)
+    if not (isinstance(node, cst.Name) or in_estimator_only_module(target)):
+        return
+    form = imports.import_form(head.value)
+    if form is not None:
+        RemoveImportsVisitor.remove_unused_import(rule.context, *form)
 
 
 def tf2_model_fns(index: ProjectIndex) -> set[tuple[str, str]]:

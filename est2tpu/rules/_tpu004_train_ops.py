@@ -4,6 +4,8 @@ each as the statements TensorFlow 1.15 runs. Not a rule (the registry skips `_` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 from libcst.codemod.visitors import RemoveImportsVisitor
 
@@ -37,15 +39,22 @@ def _is_tf1_optimizer(rule: Rule, call: cst.Call) -> bool:
     return is_tf1_optimizer_class(rule, call.func)
 
 
-def expand_optimize_loss(
-    rule: Rule, original: cst.FunctionDef, fn: cst.FunctionDef
+def _expand_assigned(
+    rule: Rule,
+    original: cst.FunctionDef,
+    fn: cst.FunctionDef,
+    calls: list[cst.Call],
+    plan: Callable[[cst.Call, cst.Name, set[str]], tuple[list[cst.BaseStatement], str | None]],
+    unassigned: str,
+    repeated: str | None = None,
 ) -> tuple[cst.FunctionDef, set[str]]:
-    """`train_op = tf.contrib.layers.optimize_loss(...)` -> the statements TF 1.15's
-    contrib/layers/python/layers/optimizers.py runs: the optimizer (by name, class,
-    instance or callable), the learning-rate decay, the UPDATE_OPS dependency, the
-    gradients clipped by global norm, apply_gradients, and its default summaries under
-    the OptimizeLoss scope's tags. The optimizer is then wrapped like any other (the
-    names in the second value are wrapped whatever builds them)."""
+    """Each `name = <one of calls>` on a line of its own in the model_fn `original` ->
+    the statements `plan` makes of it (it raises Refusal to leave it), placed in `fn`
+    (the model_fn as the rule has rewritten it so far); the names `plan` says must be
+    wrapped come back with it. A call of `calls` anywhere else gets the finding
+    `unassigned`, and with `repeated` set every call gets that one when there are several."""
+    if not calls:
+        return fn, set()
     plans: list[tuple[cst.SimpleStatementLine, list[cst.BaseStatement], str | None]] = []
     taken = set(assigned_names(fn))
     handled: set[int] = set()
@@ -59,13 +68,6 @@ def expand_optimize_loss(
 
     stmts: list[cst.SimpleStatementLine] = []
     walk(original, V())
-    calls = [
-        c
-        for c in iter_calls(original)
-        if (rule.tf_name(c.func) or "") in ("contrib.layers.optimize_loss", "layers.optimize_loss")
-    ]
-    if not calls:
-        return fn, set()
     for stmt in stmts:
         small = stmt.body[0] if len(stmt.body) == 1 else None
         if not (
@@ -73,31 +75,22 @@ def expand_optimize_loss(
             and len(small.targets) == 1
             and isinstance(small.targets[0].target, cst.Name)
             and isinstance(small.value, cst.Call)
-            and small.value in calls
+            and any(small.value is c for c in calls)
         ):
             continue
         handled.add(id(small.value))
-        if len(calls) > 1:
-            rule.refuse(
-                small.value,
-                "optimize_loss is called more than once in this model_fn (scopes "
-                "OptimizeLoss, OptimizeLoss_1, ...); create each optimizer by hand and wrap "
-                "it in tf.compat.v1.tpu.CrossShardOptimizer when params['use_tpu']",
-            )
+        if repeated is not None and len(calls) > 1:
+            rule.refuse(small.value, repeated)
             continue
         try:
-            new, forced = optimize_loss_plan(rule, small.value, small.targets[0].target, taken)
+            new, forced = plan(small.value, small.targets[0].target, taken)
         except Refusal as why:
             rule.refuse(small.value, str(why))
             continue
         plans.append((stmt, new, forced))
     for call in calls:
         if id(call) not in handled:
-            rule.refuse(
-                call,
-                "optimize_loss is not assigned to a name on a line of its own; write "
-                "`train_op = tf.contrib.layers.optimize_loss(...)` and re-run",
-            )
+            rule.refuse(call, unassigned)
     if not plans:
         return fn, set()
 
@@ -124,6 +117,40 @@ def expand_optimize_loss(
     return result, {f for _, _, f in plans if f is not None}
 
 
+def expand_optimize_loss(
+    rule: Rule, original: cst.FunctionDef, fn: cst.FunctionDef
+) -> tuple[cst.FunctionDef, set[str]]:
+    """`train_op = tf.contrib.layers.optimize_loss(...)` -> the statements TF 1.15's
+    contrib/layers/python/layers/optimizers.py runs: the optimizer (by name, class,
+    instance or callable), the learning-rate decay, the UPDATE_OPS dependency, the
+    gradients clipped by global norm, apply_gradients, and its default summaries under
+    the OptimizeLoss scope's tags. The optimizer is then wrapped like any other (the
+    names in the second value are wrapped whatever builds them)."""
+    calls = [
+        c
+        for c in iter_calls(original)
+        if (rule.tf_name(c.func) or "") in ("contrib.layers.optimize_loss", "layers.optimize_loss")
+    ]
+
+    def plan(
+        call: cst.Call, target: cst.Name, taken: set[str]
+    ) -> tuple[list[cst.BaseStatement], str | None]:
+        return optimize_loss_plan(rule, call, target, taken)
+
+    return _expand_assigned(
+        rule,
+        original,
+        fn,
+        calls,
+        plan,
+        "optimize_loss is not assigned to a name on a line of its own; write "
+        "`train_op = tf.contrib.layers.optimize_loss(...)` and re-run",
+        repeated="optimize_loss is called more than once in this model_fn (scopes "
+        "OptimizeLoss, OptimizeLoss_1, ...); create each optimizer by hand and wrap "
+        "it in tf.compat.v1.tpu.CrossShardOptimizer when params['use_tpu']",
+    )
+
+
 def expand_create_train_op(
     rule: Rule, original: cst.FunctionDef, fn: cst.FunctionDef
 ) -> tuple[cst.FunctionDef, set[str]]:
@@ -133,77 +160,27 @@ def expand_create_train_op(
     UPDATE_OPS, the optimizer's compute_gradients over the trainable variables,
     apply_gradients with the global step, and the loss, checked for inf/nan, returned
     after the update. The optimizer is then wrapped like any other."""
-    plans: list[tuple[cst.SimpleStatementLine, list[cst.BaseStatement]]] = []
-    forced: set[str] = set()
-    taken = set(assigned_names(fn))
-    calls = [c for c in iter_calls(original) if is_create_train_op(rule, c)]
-    if not calls:
-        return fn, set()
-    handled: set[int] = set()
 
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is original
-
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-            stmts.append(node)
-
-    stmts: list[cst.SimpleStatementLine] = []
-    walk(original, V())
-    for stmt in stmts:
-        small = stmt.body[0] if len(stmt.body) == 1 else None
-        if not (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-            and isinstance(small.value, cst.Call)
-            and any(small.value is c for c in calls)
-        ):
-            continue
-        handled.add(id(small.value))
-        try:
-            new, name = create_train_op_plan(rule, small.value, small.targets[0].target, taken)
-        except Refusal as why:
-            rule.refuse(small.value, str(why))
-            continue
-        plans.append((stmt, new))
-        forced.add(name)
-        head = (dotted(small.value.func) or "").partition(".")[0]
+    def plan(
+        call: cst.Call, target: cst.Name, taken: set[str]
+    ) -> tuple[list[cst.BaseStatement], str | None]:
+        new, name = create_train_op_plan(rule, call, target, taken)
+        head = (dotted(call.func) or "").partition(".")[0]
         form = rule.state.imports.import_form(head)
         if form is not None and form[0].startswith("tf_slim"):
             # tf_slim is not TensorFlow's: its import goes when nothing else uses it
             RemoveImportsVisitor.remove_unused_import(rule.context, *form)
-    for call in calls:
-        if id(call) not in handled:
-            rule.refuse(
-                call,
-                "create_train_op is not assigned to a name on a line of its own; write "
-                "`train_op = create_train_op(loss, optimizer)` and re-run",
-            )
-    if not plans:
-        return fn, set()
+        return new, name
 
-    class T(cst.CSTTransformer):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def leave_IndentedBlock(
-            self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-        ) -> cst.IndentedBlock:
-            body: list[cst.BaseStatement] = []
-            for st in updated_node.body:
-                for old, new in plans:
-                    if st.deep_equals(old):
-                        assert isinstance(st, cst.SimpleStatementLine)
-                        body += [new[0].with_changes(leading_lines=st.leading_lines), *new[1:]]
-                        break
-                else:
-                    body.append(st)
-            return updated_node.with_changes(body=body)
-
-    result = fn.visit(T())
-    assert isinstance(result, cst.FunctionDef)
-    return result, forced
+    return _expand_assigned(
+        rule,
+        original,
+        fn,
+        [c for c in iter_calls(original) if is_create_train_op(rule, c)],
+        plan,
+        "create_train_op is not assigned to a name on a line of its own; write "
+        "`train_op = create_train_op(loss, optimizer)` and re-run",
+    )
 
 
 def is_create_train_op(rule: Rule, call: cst.Call) -> bool:

@@ -7,19 +7,13 @@ from libcst.codemod.visitors import RemoveImportsVisitor
 
 from est2tpu.cstutil import (
     descendants,
-    ending_as,
-    explode,
-    is_multiline,
     iter_calls,
     target_names,
-    too_long,
-    with_kwarg,
 )
-from est2tpu.cstutil import kwarg as cst_kwarg
 from est2tpu.index import node_code
-from est2tpu.names import canonical_tf, in_estimator_only_module
+from est2tpu.names import canonical_tf
 from est2tpu.rule import FileState, Rule
-from est2tpu.rules._tf2 import FACADE_MODULE, facade
+from est2tpu.rules._tf2 import FACADE_MODULE, drop_estimator_import, facade
 from est2tpu.rules._tf2001_names import (
     CONTRIB_RUN_CONFIG_ARGS,
     CONTRIB_STRATEGIES,
@@ -37,17 +31,7 @@ from est2tpu.rules._tf2001_names import (
     UNSUPPORTED_POSITIONS,
     private_name,
 )
-from est2tpu.rules._tf2001_optimizers import TF1_OPTIMIZERS, Plan, TF1OptimizerTranslation, is_none
-from est2tpu.rules._tf2001_premade import (
-    DNN_EXACT_COLUMNS,
-    EXACT_COLUMNS,
-    OPTIMIZER_NAMES,
-    PREMADE_FACADE,
-    V1_COMMON_PREFIX,
-    PremadeChecks,
-    builds_other_estimator,
-)
-from est2tpu.tfapi import V1_PARTITIONER
+from est2tpu.rules.tf2005_premade_estimator_facade import PremadeFacade, is_premade
 
 
 def _fills(arg: cst.Arg, index: int, positions: dict[int, str]) -> str | None:
@@ -66,13 +50,6 @@ def _nothing(expr: cst.BaseExpression) -> bool:
 
 def why_not(canonical: str) -> str:
     """The finding for an Estimator API name the facade does not offer."""
-    short = canonical.rsplit(".", 1)[-1]
-    if builds_other_estimator(canonical):
-        return (
-            f"premade {short} has no exact tf2 mapping (the facade reproduces "
-            f"{', '.join(PREMADE_FACADE)} only): write its model_fn (or a Keras model under "
-            "`est2tpu.runtime.tf2.strategy().scope()`) by hand"
-        )
     if canonical in ("estimator.tpu.TPUEstimator", "estimator.tpu.TPUEstimatorSpec"):
         return (
             f"`tf.{canonical}` has no equivalent in the tf2 facade (est2tpu.runtime.tf2), "
@@ -86,7 +63,7 @@ def why_not(canonical: str) -> str:
     )
 
 
-class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
+class EstimatorFacade(Rule):
     KEYED = True  # looks Estimator constructions up in the index by order
 
     @classmethod
@@ -114,8 +91,9 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
         self.inner: set[int] = set()  # Attribute/Name nodes that head a longer chain
         self.keep: set[int] = set()  # nodes left as they are because their call is refused
         self.attrs: set[int] = set()  # the Name after a dot (`.model_to_estimator`): no name
-        self.premade_ok: set[int] = set()  # funcs of premade calls that map exactly
-        self._columns: list[str] | None = None  # feature-column kinds this module builds
+        # TF2005's plan of the module's premade calls (None: TF2005 does not run, and
+        # premades are left whole)
+        self.premades: PremadeFacade | None = None
         self._hook_names: dict[str, bool] | None = None  # name -> only facade hooks bound
         self._module: cst.Module = cst.Module(body=[])
         # RunConfig args (by id) -> what replaces them: the DistributeConfig's strategies as
@@ -123,16 +101,6 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
         self.distribute: dict[int, list[cst.Arg]] = {}
         # TF1 GradientDescentOptimizer calls a Keras model is compiled with (by id)
         self.keras_sgd: set[int] = set()
-        # premade calls (by id) -> why they stay (None: they map), decided before the walk
-        # since a TF1 optimizer they are given may be built (and rewritten) before them
-        self.premade_why: dict[int, str | None] = {}
-        self.tf1_optimizers: dict[int, Plan] = {}  # TF1 optimizer calls -> their Keras form
-        self.v1_premades: set[int] = set()  # premades given one: TF 1.x's V1 classes
-        # V1 premade calls (by id) -> the partitioner argument they drop ("" for none)
-        self.v1_partitioned: dict[int, str] = {}
-        # V1 premade calls (by id) -> the Keras legacy optimizer their name or default is
-        # (`Adagrad(learning_rate=0.05)`), when the V2 facade's would differ
-        self.v1_optimizer: dict[int, str] = {}
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also for the private Estimator names the facade has."""
@@ -141,24 +109,9 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
         self._plan_keras_optimizers(node)
-        self._plan_premades(node)
-
-    def _plan_premades(self, module: cst.Module) -> None:
-        """Decide every premade call of the module, with the TF1 optimizers it is given."""
-        scopes: list[cst.Module | cst.FunctionDef] = [module]
-        scopes += [n for n in descendants(module) if isinstance(n, cst.FunctionDef)]
-        for scope in scopes:
-            for call in iter_calls(scope):
-                canonical = self.tf_name(call.func) or ""
-                short = canonical.rsplit(".", 1)[-1]
-                if canonical != f"estimator.{short}" or short not in PREMADE_FACADE:
-                    continue
-                plans: dict[int, Plan] = {}
-                why = self.premade_refusal(call, short, scope, plans)
-                self.premade_why[id(call)] = why
-                if why is None and (plans or id(call) in self.v1_partitioned):
-                    self.tf1_optimizers.update(plans)
-                    self.v1_premades.add(id(call))
+        if self.state.runs(PremadeFacade.ID):
+            self.premades = PremadeFacade(self.context, self.state)
+            self.premades.visit_Module(node)
 
     def _plan_keras_optimizers(self, module: cst.Module) -> None:
         """A Keras model compiled with TF1's `GradientDescentOptimizer(lr)` in a module that
@@ -250,22 +203,12 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
         if new is None and canonical is None:
             self.check_method_hooks(node)
         if new is None:
-            short = (canonical or "").rsplit(".", 1)[-1]
-            if canonical == f"estimator.{short}" and short in PREMADE_FACADE:
-                why = self.premade_why.get(id(node), "")
-                if why == "":  # not seen before the walk (never: every call is)
-                    why = self.premade_refusal(node, short, self._module, {})
-                if why is None:
-                    self.premade_ok.add(id(node.func))
-                    return
-                self.refuse(node.func, why)
-                self.keep.update(id(n) for n in descendants(node))
-                return
-            if canonical is not None and builds_other_estimator(canonical):
-                # A refused estimator keeps its arguments too (its RunConfig stays a
-                # tf.estimator.RunConfig): never half a migration.
-                self.refuse(node.func, why_not(canonical))
-                self.keep.update(id(n) for n in descendants(node))
+            if is_premade(canonical):
+                # TF2005's. A premade it does not map (or that it does not run for) keeps its
+                # arguments too (its RunConfig stays a tf.estimator.RunConfig): never half a
+                # migration. One it maps gets its arguments migrated here.
+                kept = node.func if self.premades is not None and self.premades.maps(node) else node
+                self.keep.update(id(n) for n in descendants(kept))
             return
         if canonical == "contrib.learn.RunConfig":
             bad_args = [
@@ -410,39 +353,6 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
                 RemoveImportsVisitor.remove_unused_import(self.context, *form)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        alias = self.state.imports.alias_for("tensorflow")
-        plan = self.tf1_optimizers.get(id(original_node))
-        if plan is not None:
-            canonical = self.tf_name(original_node.func)
-            self.record(
-                original_node,
-                f"tf.{canonical} given to a premade estimator -> "
-                f"tf.keras.optimizers.legacy.{plan.keras} (the same update)",
-            )
-            keras_call = self._keras_optimizer(updated_node, plan, f"{alias}")
-            if self._explode(original_node, keras_call):
-                keras_call = explode(keras_call, self.call_depth())
-            return keras_call
-        if id(original_node) in self.v1_premades:
-            updated_node = self._v1_arguments(original_node, updated_node, f"{alias}")
-        if (
-            id(original_node) in self.v1_premades
-            and cst_kwarg(original_node, "loss_reduction") is None
-        ):
-            self.record(
-                original_node,
-                "a premade given a TF1 optimizer is TF 1.x's V1 class, whose loss_reduction "
-                "defaults to SUM -> loss_reduction=tf.keras.losses.Reduction.SUM",
-            )
-            updated_node = with_kwarg(
-                updated_node,
-                "loss_reduction",
-                cst.parse_expression(f"{alias}.keras.losses.Reduction.SUM"),
-            )
-            if self._explode(original_node, updated_node):
-                updated_node = explode(updated_node, self.call_depth())
-        if id(original_node) in self.v1_premades:
-            updated_node = self._relaid(original_node, updated_node)
         if id(original_node) in self.keras_sgd:
             alias = self.state.imports.alias_for("tensorflow")
             self.record(
@@ -481,11 +391,6 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
                 args=(), whitespace_before_args=cst.SimpleWhitespace("")
             )
         return updated_node.with_changes(args=args)
-
-    def _explode(self, original: cst.Call, new: cst.Call) -> bool:
-        """Lay a call that grew too long out one argument per line; only outside other
-        multi-line calls (inside them, a dict or list would need a deeper indent)."""
-        return not is_multiline(original) and too_long(new) and self.call_depth() == 1
 
     def check_method_hooks(self, node: cst.Call) -> None:
         """`estimator.train/evaluate/predict(..., hooks=...)` on an Estimator the index saw:
@@ -542,153 +447,6 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
                             self._hook_names[name] = self._hook_names.get(name, True) and is_hook
         return self._hook_names.get(value.value, False)
 
-    def premade_refusal(
-        self,
-        node: cst.Call,
-        short: str,
-        scope: cst.Module | cst.FunctionDef,
-        plans: dict[int, Plan],
-    ) -> str | None:
-        """Why this premade call cannot become the facade's (None: it maps exactly). The
-        TF1 optimizers it is given, and how each maps, go into `plans`."""
-        manual = (
-            "write its model_fn (or a Keras model under "
-            "`est2tpu.runtime.tf2.strategy().scope()`) by hand"
-        )
-        qualified = self.state.imports.qualify(node.func) or ""
-        if ".compat.v1." in qualified:
-            return (
-                f"tf.compat.v1.estimator.{short} is the V1 premade (TF1 optimizers, heads and "
-                f"metrics), which the facade does not reproduce; use tf.estimator.{short} "
-                f"(V2) if its behaviour is acceptable, or {manual}"
-            )
-        if any(a.star for a in node.args):
-            return (
-                f"{short}(*args/**kwargs): the arguments cannot be checked; spell them out, "
-                "then re-run"
-            )
-        params = PREMADE_FACADE[short]
-        args: dict[str, cst.BaseExpression] = {}
-        for i, arg in enumerate(node.args):
-            if arg.keyword is not None:
-                args[arg.keyword.value] = arg.value
-            elif i < len(params):
-                args[params[i]] = arg.value
-        bad: list[str] = []
-        partitioner = V1_PARTITIONER[short]
-        partitioned = cst_kwarg(node, partitioner) is not None
-        # Only TF 1.x's V1 class takes it (TF 2.15's V2 raises a TypeError); it is dropped
-        # (see V1_PARTITIONER), so its value must be one whose evaluation does nothing else.
-        if partitioned and not self._plain_partitioner(args.pop(partitioner)):
-            bad.append(
-                f"{partitioner}= (an expression whose evaluation may do more than build "
-                "a partitioner, which dropping the argument would drop: bind it to a name "
-                "before the call)"
-            )
-        unknown = sorted(set(args) - set(params))
-        if unknown:
-            return f"{short}({', '.join(unknown)}): not an argument of tf.estimator.{short}"
-        optimizer = args.get("optimizer")
-        tf1 = None if optimizer is None else self._tf1_optimizers(node, optimizer, scope)
-        if isinstance(tf1, str):
-            bad.append(f"optimizer {tf1}")
-        elif tf1 is not None or partitioned:
-            if tf1 is not None:
-                plans.update(tf1)
-            else:
-                named = self._v1_named_optimizer(short, optimizer)
-                if named.startswith("("):
-                    bad.append(f"optimizer {named}")
-                elif named:
-                    self.v1_optimizer[id(node)] = named
-            self.v1_partitioned[id(node)] = partitioner if partitioned else ""
-            # A TF1 optimizer makes this TF 1.x's V1 class (TF 2.15's V2 raises a
-            # ValueError for one), as a partitioner does; V1's positional order differs
-            # after these.
-            common = V1_COMMON_PREFIX[short]
-            if any(a.keyword is None for a in node.args[common:]):
-                bad.append(
-                    f"positional arguments after {PREMADE_FACADE[short][common - 1]} (TF 1.x's "
-                    f"{short} orders its parameters differently from TF 2.15's)"
-                )
-        elif optimizer is not None and not self._exact_optimizer(optimizer):
-            bad.append(
-                "optimizer (only a name "
-                f"{', '.join(repr(n) for n in OPTIMIZER_NAMES)}, a "
-                "`tf.keras.optimizers.legacy.*(...)` call, or a TF1 "
-                f"{', '.join(sorted({n[6:-9] for n in TF1_OPTIMIZERS}))} optimizer written "
-                "here or bound only to such calls in the same function maps exactly)"
-            )
-        if "label_vocabulary" in args and not is_none(args["label_vocabulary"]):
-            bad.append(
-                "label_vocabulary (string labels cannot reach a TPU: map them to class ids "
-                "in the input_fn)"
-            )
-        if "warm_start_from" in args and not is_none(args["warm_start_from"]):
-            bad.append(
-                "warm_start_from (an Estimator checkpoint is name-based; the facade's are "
-                "object-based)"
-            )
-        reduction = args.get("loss_reduction")
-        if reduction is not None and not self._exact_reduction(reduction):
-            bad.append(
-                "loss_reduction (only tf.losses.Reduction.SUM_OVER_BATCH_SIZE or SUM, written "
-                "here or the only value of a name in the module)"
-            )
-        dnn = short.startswith("DNN")
-        kinds = self.column_kinds(DNN_EXACT_COLUMNS if dnn else EXACT_COLUMNS)
-        if kinds:
-            exact = (
-                "only numeric, bucketized, integer-id categorical (identity, weighted) "
-                "columns through indicator_column or embedding_column are mapped exactly"
-                if dnn
-                else "only numeric_column is mapped exactly"
-            )
-            bad.append(f"feature columns {', '.join(kinds)} ({exact})")
-        if not bad:
-            return None
-        return (
-            f"premade {short} left as it is: {'; '.join(bad)} has no exact equivalent in the "
-            f"tf2 facade's {short}; change {'it' if len(bad) == 1 else 'them'} and re-run, "
-            f"or {manual}"
-        )
-
-    def _v1_arguments(self, original: cst.Call, updated: cst.Call, alias: str) -> cst.Call:
-        """A V1 premade's partitioner dropped and its optimizer name (or default) written as
-        the Keras legacy optimizer that makes V1's update."""
-        partitioner = self.v1_partitioned.get(id(original), "")
-        if partitioner:
-            self.record(
-                original,
-                f"{partitioner}= of TF 1.x's V1 premade dropped: partitioning shards the "
-                "variables over parameter servers and leaves the model's function and updates "
-                "as they are",
-            )
-            args = [a for a in updated.args if a.keyword is None or a.keyword.value != partitioner]
-            updated = updated.with_changes(args=ending_as(args, updated.args))
-        keras = self.v1_optimizer.get(id(original))
-        if keras is not None:
-            value = cst.parse_expression(f"{alias}.keras.optimizers.legacy.{keras}")
-            self.record(
-                original,
-                "TF 1.x's V1 premade builds a named (or its default) optimizer as TF1's class at "
-                f"its own learning rate -> optimizer=tf.keras.optimizers.legacy.{keras}",
-            )
-            short = (self.tf_name(original.func) or "").rsplit(".", 1)[-1]
-            params = PREMADE_FACADE[short]  # V1's order up to `optimizer` (V1_COMMON_PREFIX)
-            given = [
-                i
-                for i, a in enumerate(updated.args)
-                if (a.keyword.value if a.keyword is not None else params[i]) == "optimizer"
-            ]
-            if given:
-                args = list(updated.args)
-                args[given[0]] = args[given[0]].with_changes(value=value)
-                updated = updated.with_changes(args=args)
-            else:
-                updated = with_kwarg(updated, "optimizer", value)
-        return updated
-
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.BaseExpression:
@@ -707,10 +465,8 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
         if qualified is None or canonical is None:
             return updated
         new = FACADE_NAMES.get(canonical)
-        if new is None and id(original) in self.premade_ok:
-            new = canonical.rsplit(".", 1)[-1]
         if new is not None:
-            self._drop_import(original)
+            drop_estimator_import(self, original)
             self.record(original, f"tf.{canonical} -> {FACADE_MODULE}.{new}")
             return facade(self, new)
         if id(original) in self.inner or canonical in NAMESPACES:
@@ -724,24 +480,6 @@ class EstimatorFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
                 f"`tf.{canonical}` has no equivalent in the tf2 facade: it {HOOK_ADVICE[short]}",
             )
             return updated
-        if canonical.startswith("estimator."):
-            self.refuse(original, why_not(canonical))
+        if canonical.startswith("estimator.") and not is_premade(canonical):
+            self.refuse(original, why_not(canonical))  # premades are TF2005's
         return updated
-
-    def _drop_import(self, node: cst.Name | cst.Attribute) -> None:
-        """`tfe.Estimator` (or `Estimator`) became the facade's: once nothing else uses
-        `tfe`, its import of an Estimator-only module goes (current TensorFlow cannot import
-        it). LibCST removes it only if it is unused when the rule is done; an import of
-        `tensorflow` itself stays."""
-        head: cst.BaseExpression = node
-        while isinstance(head, cst.Attribute):
-            head = head.value
-        if not isinstance(head, cst.Name):
-            return
-        imports = self.state.imports
-        target = imports.bindings.get(head.value)
-        if not (isinstance(node, cst.Name) or in_estimator_only_module(target)):
-            return
-        form = imports.import_form(head.value)
-        if form is not None:
-            RemoveImportsVisitor.remove_unused_import(self.context, *form)

@@ -17,7 +17,7 @@ from est2tpu.cstutil import (
     unique_name,
     walk,
 )
-from est2tpu.names import dotted
+from est2tpu.names import canonical_tf, dotted, module_aliases
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tpu004_train_ops import (
     api_name,
@@ -40,6 +40,23 @@ class CrossShardOptimizer(Rule):
         self.joins: dict[int, str] = {}
         # optimizers a helper returns: wrapped only if they are TF1 optimizers, not yet wrapped
         self.guarded: set[str] = set()
+        # module-level names bound once to a TensorFlow name (`train = tf.compat.v1.train`)
+        self.aliases: dict[str, str] = {}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.aliases = module_aliases(node, self.state.imports)
+
+    def tf_name(self, node: cst.BaseExpression) -> str | None:
+        """TensorFlow's canonical name, also through a module-level alias of a TensorFlow
+        name (`train.AdamOptimizer` after `train = tf.compat.v1.train`)."""
+        found = super().tf_name(node)
+        if found is not None or not self.aliases:
+            return found
+        head, _, rest = (dotted(node) or "").partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return canonical_tf(f"{target}.{rest}" if rest else target)
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef

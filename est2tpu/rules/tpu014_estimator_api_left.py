@@ -93,9 +93,10 @@ def _message(name: str, subclass: bool) -> str | None:
     if name == "contrib.learn.RunConfig":
         return (
             "tf.contrib.learn.RunConfig does not exist in TensorFlow 2 (tf.contrib was "
-            "removed), and this one has arguments TPU008 does not convert (positional ones, "
-            "or master, num_cores, log_device_placement, gpu_memory_fraction, "
-            "evaluation_master, which tf.estimator.RunConfig lacks): use "
+            "removed), and TPU008 left this one: it reaches no Estimator est2tpu migrates, or "
+            "it has arguments TPU008 does not convert (positional ones, or master, num_cores, "
+            "log_device_placement, gpu_memory_fraction, evaluation_master, which "
+            "tf.estimator.RunConfig lacks): use "
             "tf.compat.v1.estimator.tpu.RunConfig with the keyword arguments "
             "(est2tpu.runtime.run_config() builds one with the TPU cluster resolver), and "
             "put the session arguments into session_config"

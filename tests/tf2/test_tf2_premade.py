@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from est2tpu.rules.tf2001_estimator_facade import PREMADE_FACADE
+from est2tpu.rules._tf2005_premade import PREMADE_FACADE
 from est2tpu.runtime.tf2 import premade
 
 # Printed by TF 2.15: each premade's parameters and the repr of each default.
@@ -114,3 +114,100 @@ def test_multiclass_batch_norm_and_dropout_premades(harness: ModuleType, tfcur: 
 
 def _run(python: str, harness: ModuleType, which: str, env: Any = None) -> Any:
     return harness.run_tf_json(_TRAIN_PROBE, which, python=python, env=env, timeout=400)
+
+
+# Premades are TF2005's; the rest of the Estimator API is TF2001's. A premade that maps, one
+# that does not (an optimizer the rule cannot see), one the facade has no class for, and a
+# custom Estimator, each given a RunConfig.
+_RULES_SOURCE = textwrap.dedent(
+    """\
+    import tensorflow as tf
+
+
+    def model_fn(features, labels, mode):
+        loss = tf.reduce_sum(features["x"])
+        return tf.estimator.EstimatorSpec(mode, loss=loss)
+
+
+    def build(columns, optimizer):
+        mapped = tf.estimator.DNNClassifier(
+            hidden_units=[8], feature_columns=columns, config=tf.estimator.RunConfig(model_dir="a")
+        )
+        refused = tf.estimator.LinearRegressor(
+            feature_columns=columns, optimizer=optimizer, config=tf.estimator.RunConfig(model_dir="b")
+        )
+        other = tf.estimator.BoostedTreesClassifier(config=tf.estimator.RunConfig(model_dir="c"))
+        custom = tf.estimator.Estimator(model_fn, config=tf.estimator.RunConfig(model_dir="d"))
+        return mapped, refused, other, custom
+    """
+)
+_MAPPED = 'tf2_runtime.DNNClassifier(\n        hidden_units=[8], feature_columns=columns, config=tf2_runtime.RunConfig(model_dir="a")'
+_KEPT = [
+    'tf.estimator.LinearRegressor(\n        feature_columns=columns, optimizer=optimizer, config=tf.estimator.RunConfig(model_dir="b")',
+    'tf.estimator.BoostedTreesClassifier(config=tf.estimator.RunConfig(model_dir="c"))',
+]
+_CUSTOM = 'tf2_runtime.Estimator(model_fn, config=tf2_runtime.RunConfig(model_dir="d"))'
+
+
+def _migrated(**selection: Any) -> tuple[str, list[tuple[int, str]]]:
+    from est2tpu.api import migrate_source
+    from est2tpu.ftypes import Status, Target
+
+    result = migrate_source(_RULES_SOURCE, path="m.py", target=Target.TF2, **selection)
+    assert result.status is not Status.FAILED, result.error
+    assert result.new_text is not None
+    compile(result.new_text, "m.py", "exec", dont_inherit=True)
+    return result.new_text, [(f.position.line, f.rule_id) for f in result.findings]
+
+
+def test_premade_findings_are_tf2005s_and_the_rest_tf2001s() -> None:
+    text, findings = _migrated(ignore=["TF2004"])
+    assert _MAPPED in text and _CUSTOM in text
+    assert all(kept in text for kept in _KEPT)  # refused whole: their RunConfig too
+    assert findings == [(13, "TF2005"), (16, "TF2005")]
+
+
+def test_tf2001_alone_leaves_every_premade_whole() -> None:
+    text, findings = _migrated(select=["TF2001"])
+    assert _CUSTOM in text
+    assert (
+        'tf.estimator.DNNClassifier(\n        hidden_units=[8], feature_columns=columns, config=tf.estimator.RunConfig(model_dir="a")'
+        in text
+    )
+    assert all(kept in text for kept in _KEPT)
+    assert findings == []
+    # --ignore TF2005 is the same selection of the tf2 rules TF2001 runs with
+    assert _migrated(ignore=["TF2005", "TF2004"]) == (text, findings)
+
+
+def test_tf2005_alone_maps_premades_and_leaves_the_rest_to_tf2001() -> None:
+    text, findings = _migrated(select=["TF2005"])
+    assert (
+        'tf2_runtime.DNNClassifier(\n        hidden_units=[8], feature_columns=columns, config=tf.estimator.RunConfig(model_dir="a")'
+        in text
+    )
+    assert all(kept in text for kept in _KEPT)
+    assert 'tf.estimator.Estimator(model_fn, config=tf.estimator.RunConfig(model_dir="d"))' in text
+    assert findings == [(13, "TF2005"), (16, "TF2005")]
+
+
+def test_the_cli_lists_and_reports_tf2005(tmp_path: Any) -> None:
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text(_RULES_SOURCE, encoding="utf-8")
+    listed = subprocess.run(
+        [sys.executable, "-m", "est2tpu", "rules"], capture_output=True, text=True, check=False
+    )
+    assert "TF2005" in listed.stdout and "premade-estimator-facade" in listed.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "est2tpu", "check", "--no-cache", "-q", "--target", "tf2"]
+        + ["--ignore", "TF2004", "-f", "json", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    report = json.loads(done.stdout)
+    assert [(f["line"], f["rule"]) for f in report["findings"]] == [(13, "TF2005"), (16, "TF2005")]
+    assert report["summary"]["findings"] == {"TF2005": 2}

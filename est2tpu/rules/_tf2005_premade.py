@@ -1,4 +1,4 @@
-"""TF2001's premades: TF 2.15's V2 premade estimators the tf2 facade reproduces, their
+"""TF2005's premades: TF 2.15's V2 premade estimators the tf2 facade reproduces, their
 parameters, what TF 1.x's V1 premades differ in, and the feature columns, optimizer and loss
 reduction arguments whose mapping is exact."""
 
@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from est2tpu.cstutil import descendants, explode, iter_calls, one_per_line, target_names
+from est2tpu.cstutil import explode, iter_calls, one_per_line
+from est2tpu.names import single_assignments
 from est2tpu.rule import FileState
-from est2tpu.rules._tf2001_optimizers import TF1_NO_KERAS, TF1_OPTIMIZERS, is_none
+from est2tpu.rules._tf2005_optimizers import TF1_NO_KERAS, TF1_OPTIMIZERS, is_none
 
 PREMADE_PREFIXES = ("Baseline", "BoostedTrees", "DNN", "Linear")
 # TF 2.15's V2 premade estimators the facade builds exactly (est2tpu/runtime/tf2/premade.py),
@@ -138,7 +139,7 @@ def builds_other_estimator(canonical: str) -> bool:
 
 
 class PremadeChecks:
-    """What `EstimatorFacade` reads of a premade call and its arguments (a mixin)."""
+    """What `PremadeFacade` reads of a premade call and its arguments (a mixin)."""
 
     state: FileState
     tf_name: Callable[[cst.BaseExpression], str | None]
@@ -245,34 +246,5 @@ class PremadeChecks:
 
     def _bound_once(self, name: str) -> cst.BaseExpression | None:
         """What `name = value`, the only binding of the name anywhere in the module, binds."""
-        values: list[cst.BaseExpression] = []
-        other = False
-        for node in descendants(self._module):
-            targets: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign):
-                for t in node.targets:
-                    if name not in target_names(t.target):
-                        continue
-                    if isinstance(t.target, cst.Name) and len(node.targets) == 1:
-                        values.append(node.value)
-                    else:
-                        other = True
-            elif isinstance(
-                node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)
-            ):
-                targets = [node.target]
-            elif isinstance(node, (cst.WithItem, cst.ImportAlias, cst.ExceptHandler)):
-                alias = node.asname if not isinstance(node, cst.ExceptHandler) else node.name
-                if alias is not None:
-                    targets = [alias.name]
-                if isinstance(node, cst.ImportAlias) and alias is None:
-                    targets = [node.name]
-            elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-                targets = [node.name]
-            elif isinstance(node, (cst.Global, cst.Nonlocal)):
-                targets = [n.name for n in node.names]
-            other = other or any(
-                name in target_names(t) or (isinstance(t, cst.Name) and t.value == name)
-                for t in targets
-            )
-        return values[0] if len(values) == 1 and not other else None
+        assign = single_assignments(self._module).get(name)
+        return assign.value if assign is not None else None

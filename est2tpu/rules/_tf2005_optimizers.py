@@ -1,4 +1,4 @@
-"""TF2001's translation of the TF1 optimizers given to a premade
+"""TF2005's translation of the TF1 optimizers given to a premade
 (`tf.compat.v1.train.*Optimizer`) into the Keras legacy class that makes the same update:
 the table, a call's Keras form, and which names bound to such calls may be rewritten."""
 
