@@ -23,21 +23,9 @@ if [ -n "$missing" ]; then
   echo "test.sh: 1-4 minutes depending on the network; .venv: about 190 MB, about a minute)"
 fi
 
-PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-# Reinstall only when the project metadata changed since the last install.
-stamp=.venv/.est2tpu-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "test.sh: installing est2tpu with its test and lint dependencies into .venv"
-  .venv/bin/python -m pip install -q -e '.[test,dev]'
-  touch "$stamp"
-fi
-
 # The TensorFlow environments build side by side (downloads and installs that share nothing;
 # the no-Keras one after .venv-tfcur, whose tensorflow-cpu wheel pip's cache then holds),
-# while ruff and mypy run here: all of it comes before the first test.
+# while .venv is built and ruff and mypy run here: all of it comes before the first test.
 builders=""
 if [ -f scripts/tf215-env.sh ]; then
   bash scripts/tf215-env.sh &
@@ -47,16 +35,28 @@ if [ -f scripts/tfcur-env.sh ]; then
   { bash scripts/tfcur-env.sh && bash scripts/tfcur-env.sh --no-keras; } &
   builders="$builders $!"
 fi
-lint=0
-if [ "$#" -eq 0 ] || [ "${EST2TPU_LINT:-0}" = 1 ]; then
+PYTHON=${PYTHON:-python3}
+failed=0
+# Reinstall only when the project metadata changed since the last install.
+stamp=.venv/.est2tpu-installed
+if [ ! -x .venv/bin/python ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "test.sh: installing est2tpu with its test and lint dependencies into .venv"
+  if { [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv; } &&
+    .venv/bin/python -m pip install -q -e '.[test,dev]'; then
+    touch "$stamp"
+  else
+    failed=1 # no .venv: wait for the builders, then fail
+  fi
+fi
+if [ "$failed" -eq 0 ] && { [ "$#" -eq 0 ] || [ "${EST2TPU_LINT:-0}" = 1 ]; }; then
   echo "test.sh: ruff and mypy"
-  .venv/bin/ruff check . && .venv/bin/mypy || lint=1
+  .venv/bin/ruff check . && .venv/bin/mypy || failed=1
 fi
 built=0
 for pid in $builders; do
   wait "$pid" || built=1
 done
-if [ "$built" -ne 0 ] || [ "$lint" -ne 0 ]; then
+if [ "$built" -ne 0 ] || [ "$failed" -ne 0 ]; then
   exit 1
 fi
 if [ -x .venv-tfcur/bin/python ]; then
