@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from inprocess import est2tpu
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "tests" / "notebooks"
@@ -90,12 +91,18 @@ def _cells(path: Path) -> dict[str, object]:
     return data
 
 
+def here(root: Path, *args: str) -> tuple[int, str, str]:
+    """`est2tpu check -f json ARGS ROOT` in this process (what it reports, not how a process
+    starts): exit code, stdout, stderr."""
+    done = est2tpu("check", "-f", "json", "--cache-dir", root.parent / "cache", *args, root)
+    return done.returncode, done.stdout, done.stderr
+
+
 def test_a_notebook_edited_after_the_cold_run_is_parsed_again(tmp_path: Path) -> None:
     """The cache knows the cells of the notebook's old bytes parse, not of its new ones."""
     root = copy(["datalab_bash_between_model_fn_and_estimator"], tmp_path / "p", with_modules=False)
     nb = root / "datalab_bash_between_model_fn_and_estimator.ipynb"
-    first = check(root)
-    assert first[0] == 1
+    assert here(root)[0] == 1
     data = _cells(nb)
     cells = data["cells"]
     assert isinstance(cells, list)
@@ -103,13 +110,12 @@ def test_a_notebook_edited_after_the_cold_run_is_parsed_again(tmp_path: Path) ->
     # parse; on its own the cell does not, and the notebook fails naming it.
     cells[2]["source"] = ["import numpy as np\n", "x = np.zeros((3,\n"]
     nb.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    warm = check(root)
-    uncached = check(root, "--no-cache")
-    assert warm[:3] == uncached[:3]
+    warm = here(root)
+    uncached = here(root, "--no-cache")
+    assert warm == uncached
     assert warm[0] == 2
     assert "cannot parse cell 3" in warm[2]
-    again = check(root)  # a notebook that fails is parsed on every run, and fails the same
-    assert again[:3] == uncached[:3]
+    assert here(root) == uncached  # a notebook that fails is parsed on every run
 
 
 def test_a_notebook_fixed_after_a_failing_run_is_migrated(tmp_path: Path) -> None:
@@ -125,23 +131,23 @@ def test_a_notebook_fixed_after_a_failing_run_is_migrated(tmp_path: Path) -> Non
     assert check(root)[0] == 2
     nb.write_bytes(good)
     fixed = check(root)
-    assert fixed[:3] == check(root, "--no-cache")[:3]
     assert fixed[0] == 1
+    assert fixed[3]  # parsed: the failing bytes' run remembered nothing for these
     warm = check(root)
     assert not warm[3] and warm[:3] == fixed[:3]
+    assert here(root, "--no-cache")[0] == fixed[0]
 
 
 def test_a_warm_notebook_check_under_other_settings_misses(tmp_path: Path) -> None:
     """Another target, another rule selection or a config file: the cache answers none of
-    them from the first run's results."""
+    them from the first run's results (each changes the report, so a hit would show)."""
     root = copy(["datalab_bash_between_model_fn_and_estimator"], tmp_path / "p", with_modules=False)
-    first = check(root)
+    first = here(root)
     for args in (["--target", "tf2"], ["--ignore", "TPU007"]):
-        other = check(root, *args)
-        assert other[3], args  # parsed: a miss
-        assert other[:3] == check(root, *args, "--no-cache")[:3]
+        other = here(root, *args)
+        assert other[1] != first[1], args
+        assert other == here(root, *args, "--no-cache")
     (root / "pyproject.toml").write_text('[tool.est2tpu]\nignore = ["TPU005"]\n', encoding="utf-8")
-    configured = check(root)
-    assert configured[3]
-    assert configured[:3] == check(root, "--no-cache")[:3]
+    configured = here(root)
     assert configured[1] != first[1]  # the config changed what is reported
+    assert configured == here(root, "--no-cache")
