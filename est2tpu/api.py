@@ -112,6 +112,7 @@ def migrate_paths(
     known: dict[Path, FileResult] = {}
     contents: dict[Path, str] = {}  # a skipped file -> the digest of its bytes
     if cache is not None:
+        state.parsed_notebooks = cache.parsed_notebooks()
         now = time.time()
         for path in tasks:
             stamps[path] = stamp = stat_stamp(path, now)
@@ -180,8 +181,8 @@ def _migrate_scanned(
     ]
     for cand in cands:
         cand.extra = sorted(per_file_ignores(cand.result.path)) if per_file_ignores else []
-        if cand.notebook is not None:
-            cand.digest = digest(cand.result.old_text or "")
+        if cand.notebook is not None and cache is not None:
+            cache.put_notebook(cand.digest)  # its cells parsed (see `runner.scan_one`)
     early: dict[int, bool] = {}  # candidate -> reported as met (it failed before the index)
     done: set[int] = set()
 

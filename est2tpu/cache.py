@@ -16,6 +16,7 @@ import enum
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,14 +53,20 @@ def digest(*parts: bytes | str) -> str:
 
 @lru_cache(maxsize=1)
 def tool_fingerprint() -> str:
-    """The tool's own code: every est2tpu source file and the LibCST version.
+    """The tool's own code: every est2tpu source file, the LibCST version, and the Python
+    that runs it (what parses and compiles, and so what a file becomes, depends on it).
 
     A developer who edits a rule gets fresh results without thinking of the cache.
     """
     import est2tpu
 
     root = Path(est2tpu.__file__).resolve().parent
-    parts: list[bytes | str] = [str(FORMAT), est2tpu.__version__, _libcst_version()]
+    parts: list[bytes | str] = [
+        str(FORMAT),
+        est2tpu.__version__,
+        _libcst_version(),
+        f"{sys.implementation.name} {sys.version}",
+    ]
     for path in sorted(root.rglob("*.py")):
         parts += [path.relative_to(root).as_posix(), path.read_bytes()]
     return digest(*parts)
@@ -142,6 +149,8 @@ class Cache:
         self._new_files: dict[str, Any] = {}
         self._unmatched: dict[str, Any] = {}  # path -> [stat stamp, digest of the bytes]
         self._new_unmatched: dict[str, Any] = {}
+        self._notebooks: set[str] = set()  # digests of notebooks whose cells parse
+        self._new_notebooks: set[str] = set()
         self._loaded = False  # a well-formed file was read
         self.hits = 0
         self.misses = 0
@@ -162,6 +171,9 @@ class Cache:
         index, files = data.get("index"), data.get("files")
         if isinstance(index, dict) and isinstance(files, dict):
             self._index, self._files = index, files
+        notebooks = data.get("notebooks")
+        if isinstance(notebooks, list):
+            self._notebooks = {str(d) for d in notebooks}
         unmatched = data.get("unmatched")
         if isinstance(unmatched, dict):
             self._unmatched = unmatched
@@ -186,6 +198,17 @@ class Cache:
         """Remember a file the pre-filter skipped: its stat stamp and the digest of its bytes."""
         if stamp is not None:
             self._new_unmatched[str(path)] = [stamp, contents]
+
+    # -- notebooks whose cells parse, by the digest of their bytes -------------------------
+
+    def parsed_notebooks(self) -> frozenset[str]:
+        """Digests of notebooks a run of this tool found to parse cell by cell: scanning them
+        again needs no parser (`notebook.load(check_cells=False)`)."""
+        return frozenset(self._notebooks)
+
+    def put_notebook(self, contents: str) -> None:
+        """Remember a notebook (the digest of its bytes) whose cells parse."""
+        self._new_notebooks.add(contents)
 
     # -- the project index: its inputs -> the digest of its facts ------------------------
 
@@ -234,6 +257,7 @@ class Cache:
             and self._new_index == self._index
             and self._new_files == self._files
             and self._new_unmatched == self._unmatched
+            and self._new_notebooks == self._notebooks
         ):
             return
         data = {
@@ -242,6 +266,7 @@ class Cache:
             "index": self._new_index,
             "files": self._new_files,
             "unmatched": self._new_unmatched,
+            "notebooks": sorted(self._new_notebooks),
         }
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -301,7 +326,8 @@ def _verify(result: FileResult) -> None:
     if result.path.suffix == ".ipynb":
         from est2tpu import notebook
 
-        new = notebook.load(new.encode("utf-8")).program
+        # compiled just below: its cells need no parse of their own
+        new = notebook.load(new.encode("utf-8"), check_cells=False).program
     try:
         compile(new, str(result.path), "exec", dont_inherit=True)
     except (ValueError, RecursionError, MemoryError, OverflowError) as exc:

@@ -87,6 +87,9 @@ class RunState:
     skipped: list[Path] = field(default_factory=list)  # files the pre-filter skipped
     # Scan imports while reading (in the scanning workers) rather than when first needed.
     scan_imports: bool = False
+    # Digests of notebooks whose cells are known to parse (from the results cache): their
+    # cells are not parsed again while scanning (see `notebook.load`).
+    parsed_notebooks: Collection[str] = ()
 
 
 def fail(result: FileResult, reason: str) -> FileResult:
@@ -297,12 +300,13 @@ def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
         result.status = Status.SKIPPED
         return []
     if path.suffix == ".ipynb":
-        nb = notebook.load(data)
+        known = digest(data)
+        nb = notebook.load(data, check_cells=known not in state.parsed_notebooks)
         result.old_text = result.new_text = nb.raw
         if not nb.python or suppressions.skips_file(nb.head):
             result.status = Status.SKIPPED
             return []
-        return [Candidate(result, None, [path.stem], nb)]
+        return [Candidate(result, None, [path.stem], nb, digest=known)]
     decoded = decode(data)
     result.old_text = result.new_text = decoded.text
     result.encoding, result.bom, result.newline = decoded.encoding, decoded.bom, decoded.newline

@@ -102,11 +102,20 @@ def run_pre_commit(
     )
 
 
+@pytest.fixture(scope="module")
+def hooks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
+    """A snapshot of this tree as the hooks' repository, its sha, and one PRE_COMMIT_HOME:
+    pre-commit builds the hooks' environment (a pip install) once for the tests that run it,
+    as it does once for a user's every repository."""
+    root = tmp_path_factory.mktemp("pre-commit")
+    repo = root / "hooks"
+    repo.mkdir()
+    return repo, snapshot_of_this_tree(repo), root / "home"
+
+
 @pytest.mark.skipif(not Path(pre_commit).exists(), reason="pre-commit is not installed")
-def test_pre_commit_migrates_then_passes(tmp_path: Path) -> None:
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    sha = snapshot_of_this_tree(hooks)
+def test_pre_commit_migrates_then_passes(tmp_path: Path, hooks: tuple[Path, str, Path]) -> None:
+    hooks_repo, sha, home = hooks
 
     repo = tmp_path / "project"
     repo.mkdir()
@@ -114,14 +123,14 @@ def test_pre_commit_migrates_then_passes(tmp_path: Path) -> None:
     (repo / "explore.ipynb").write_text(notebook(), encoding="utf-8")
     (repo / "other.txt").write_text("tf.estimator.Estimator\n", encoding="utf-8")
     (repo / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {hooks}\n  rev: {sha}\n  hooks:\n  - id: est2tpu\n",
+        f"repos:\n- repo: {hooks_repo}\n  rev: {sha}\n  hooks:\n  - id: est2tpu\n",
         encoding="utf-8",
     )
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "estimator code")
 
-    first = run_pre_commit(repo, tmp_path / "cache")
+    first = run_pre_commit(repo, home)
     assert first.returncode == 1, first.stdout + first.stderr
     assert "files were modified by this hook" in first.stdout, first.stdout
     trainer = (repo / "trainer.py").read_text(encoding="utf-8")
@@ -130,7 +139,7 @@ def test_pre_commit_migrates_then_passes(tmp_path: Path) -> None:
     assert "!pip install tensorflow" in (repo / "explore.ipynb").read_text(encoding="utf-8")
     assert (repo / "other.txt").read_text(encoding="utf-8") == "tf.estimator.Estimator\n"
 
-    second = run_pre_commit(repo, tmp_path / "cache")
+    second = run_pre_commit(repo, home)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "Passed" in second.stdout
     assert (repo / "trainer.py").read_text(encoding="utf-8") == trainer
@@ -152,10 +161,10 @@ def test_hook_manifest_is_valid() -> None:
 
 
 @pytest.mark.skipif(not Path(pre_commit).exists(), reason="pre-commit is not installed")
-def test_check_hook_passes_a_commit_of_one_file_of_a_migrated_project(tmp_path: Path) -> None:
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    sha = snapshot_of_this_tree(hooks)
+def test_check_hook_passes_a_commit_of_one_file_of_a_migrated_project(
+    tmp_path: Path, hooks: tuple[Path, str, Path]
+) -> None:
+    hooks_repo, sha, home = hooks
     repo = tmp_path / "project"
     repo.mkdir()
     (repo / "model.py").write_text(MODEL, encoding="utf-8")
@@ -171,7 +180,7 @@ def test_check_hook_passes_a_commit_of_one_file_of_a_migrated_project(tmp_path: 
     )
     assert migrate.returncode == 0, migrate.stderr
     (repo / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {hooks}\n  rev: {sha}\n  hooks:\n  - id: est2tpu-check\n",
+        f"repos:\n- repo: {hooks_repo}\n  rev: {sha}\n  hooks:\n  - id: est2tpu-check\n",
         encoding="utf-8",
     )
     git(repo, "init", "-q")
@@ -181,7 +190,7 @@ def test_check_hook_passes_a_commit_of_one_file_of_a_migrated_project(tmp_path: 
     with (repo / "task.py").open("a", encoding="utf-8") as f:
         f.write("# trained for two steps\n")
     git(repo, "add", "task.py")
-    done = run_pre_commit(repo, tmp_path / "cache", all_files=False)
+    done = run_pre_commit(repo, home, all_files=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Passed" in done.stdout
     assert "could not be resolved" not in done.stdout
