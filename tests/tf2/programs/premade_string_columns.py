@@ -1,7 +1,8 @@
 """A premade DNNClassifier whose feature columns look ids up from strings: a vocabulary
 list with out-of-vocabulary buckets, hash buckets and a cross of two string features.
 ``python premade_string_columns.py MODEL_DIR RESULTS [facade]``: the TF 2.15 Estimator, or
-with `facade` the est2tpu tf2 runtime's DNNClassifier, given the same arguments."""
+with `facade` the est2tpu tf2 runtime's DNNClassifier, given the same arguments (its Keras 2
+optimizer from tf-keras where Keras 3 is tf.keras)."""
 
 import json
 import sys
@@ -19,7 +20,7 @@ X = rng.normal(size=(N, 2)).astype(np.float32)
 CITY = CITIES[rng.randint(0, len(CITIES), size=(N, 1))]
 COLOR = COLORS[rng.randint(0, len(COLORS), size=(N, 1))]
 Y = (X[:, 0] + np.isin(CITY[:, 0], ["paris", "oslo"]) - 0.7 * (COLOR[:, 0] == "red")) > 0.3
-Y = Y.astype(np.int64)
+Y = np.where(rng.uniform(size=N) < 0.1, ~Y, Y).astype(np.int64)  # 10% label noise
 CITY_COLUMN = tf.feature_column.categorical_column_with_vocabulary_list(
     "city", ["paris", "rome", "oslo"], num_oov_buckets=2
 )
@@ -46,15 +47,21 @@ def input_fn(train):
 
 def main(model_dir, results, facade=False):
     tf.keras.utils.set_random_seed(SEED)
+    keras = tf.keras
     if facade:
         import est2tpu.runtime.tf2 as estimator_api
+
+        try:  # the facade's premades take Keras 2's legacy optimizers
+            import tf_keras as keras
+        except ImportError:
+            pass
     else:
         estimator_api = tf.estimator
     estimator = estimator_api.DNNClassifier(
         hidden_units=[16],
         feature_columns=COLUMNS,
         model_dir=model_dir,
-        optimizer="Adam",
+        optimizer=keras.optimizers.legacy.Adam(learning_rate=0.05),
         config=estimator_api.RunConfig(tf_random_seed=SEED),
     )
     estimator.train(input_fn(True), steps=STEPS)
