@@ -326,7 +326,7 @@ class Estimator:
                 pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
-            pairs = _dense_lookup.compilable_gradients(_distribute.same_rows(pairs))
+            pairs = _dense_lookup.compilable_gradients(_distribute.reducible(pairs))
             # The optimizer is the facade's: its slot variables are its own, not the
             # model_fn's (the variable store leaves them to it).
             with _core.facade_owned():

@@ -25,7 +25,7 @@ from typing import Any
 
 from est2tpu.runtime.tf2 import _dense_lookup, _host_columns
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, facade_owned, invoke
-from est2tpu.runtime.tf2._distribute import _divided, apply, batch_size, same_rows
+from est2tpu.runtime.tf2._distribute import _divided, apply, batch_size, reducible
 from est2tpu.runtime.tf2._strategy import on_replica_device
 
 
@@ -181,7 +181,7 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
             pairs = [(g, v) for g, v in zip(summed, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
-            pairs = same_rows(pairs)
+            pairs = reducible(pairs)
             with facade_owned():  # the optimizer's slots are its own
                 apply(record.optimizer.inner, pairs)
         return loss
