@@ -11,8 +11,7 @@ trained by `compute_gradients(loss, tf.compat.v1.trainable_variables())` and
 `programs/feature_column_variables.py`: a feature-column `input_layer` with an embedding
 column inside a `variable_scope`, beside a `linear_model`, also under XLA alone and over 8
 replicas alone: under XLA the lookup is the dense one XLA compiles (`_dense_lookup`), over
-several replicas each sparse gradient is all-reduced over the rows any replica touched
-(`_distribute.same_rows`).
+several replicas each sparse gradient is all-reduced dense (`_distribute.reducible`).
 `programs/tf1_optimizers_the_facade_did_not_build.py`: an Estimator subclass (its model_fn
 stays TF1 code) and a TF1 optimizer subclass with its own `compute_gradients`.
 

@@ -110,10 +110,15 @@ class State:
     """What one facade Estimator keeps: layers, metrics, optimizers, the variables the
     model_fn creates itself, and the global step."""
 
-    def __init__(self, strategy: Any, replica_programs: bool = False) -> None:
+    def __init__(
+        self, strategy: Any, replica_programs: bool = False, compiled: bool = False
+    ) -> None:
         import tensorflow as tf
 
         self.strategy = strategy
+        # The train step is compiled: the feature columns of strings its build trace
+        # asks for (-> their index), whose ids the host computes (see `_host_columns`).
+        self.host_columns: dict[Any, int] | None = {} if compiled else None
         # Each replica computes in an XLA program of its own (see `_xla`): no collective
         # runs inside the model_fn, as on a TPU core under TPUEstimator.
         self.replica_programs = replica_programs
@@ -179,6 +184,12 @@ def current(what: str) -> Invocation:
             f"est2tpu tf2 facade: {what} must be called inside a model_fn run by "
             "est2tpu.runtime.tf2.Estimator"
         )
+    return inv
+
+
+def active() -> Invocation | None:
+    """The model_fn call in progress on this thread, if any."""
+    inv: Invocation | None = getattr(_LOCAL, "invocation", None)
     return inv
 
 

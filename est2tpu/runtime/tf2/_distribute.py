@@ -24,33 +24,23 @@ def apply_summed(strategy: Any, optimizer: Any, grads_and_vars: Any, denominator
         return optimizer._distributed_apply(_Summed(strategy, reduced[0]), summed)
 
 
-def same_rows(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-    """`pairs` with each sparse gradient (an `IndexedSlices`, an embedding's) over the rows
-    that any replica's gradient touches, in the same order on every replica (one all-reduce
-    of a row mask per variable), each replica's own sum per row as the values.
-
-    The replicas' `IndexedSlices` then have the same size, which the strategy's
-    all-gather of sparse gradients needs (their sizes follow each replica's ids), and the
-    optimizer's sum of them (it adds up the duplicate rows) is the global-batch gradient.
-    With one replica, `pairs` as they are."""
+def reducible(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """`pairs` as the replicas' gradients can be summed: over several replicas each sparse
+    gradient (an `IndexedSlices`, an embedding's) dense, for a TF1 optimizer as for a Keras
+    one (`apply`). The strategy's all-gather of `IndexedSlices` inside the train loop does
+    not hold when the replicas' ids differ in number (a hash bucket or a cross over a
+    feature with missing values): the replicas' collectives mismatch. A dense all-reduce
+    does. TF1's SGD, Adagrad, Adam and Ftrl update the rows a zero gradient leaves as their
+    sparse update does; momentum and RMSProp move every row, as on a TPU. With one
+    replica, `pairs` as they are."""
     import tensorflow as tf
 
     ctx = tf.distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync <= 1:
         return pairs
-    out = []
-    for grad, var in pairs:
-        if not isinstance(grad, tf.IndexedSlices):
-            out.append((grad, var))
-            continue
-        rows = tf.shape(var, out_type=tf.int64)[0]
-        indices = tf.cast(grad.indices, tf.int64)
-        touched = tf.math.unsorted_segment_max(tf.ones_like(indices, tf.float32), indices, rows)
-        touched = ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.maximum(touched, 0.0))
-        kept = tf.where(touched > 0)[:, 0]
-        summed = tf.math.unsorted_segment_sum(grad.values, indices, rows)
-        out.append((tf.IndexedSlices(tf.gather(summed, kept), kept, grad.dense_shape), var))
-    return out
+    return [
+        (tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v) for g, v in pairs
+    ]
 
 
 def apply(optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any:

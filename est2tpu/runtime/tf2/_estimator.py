@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from est2tpu.runtime.tf2 import _core, _dense_lookup, _distribute, _strategy, _xla
+from est2tpu.runtime.tf2 import _core, _dense_lookup, _distribute, _host_columns, _strategy, _xla
 from est2tpu.runtime.tf2._core import ModeKeys, State, current, invoke, tf_function
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._distribute import batch_size
@@ -176,12 +176,16 @@ class Estimator:
             route_tf1_optimizers()
             # XLA over local replicas runs one program per replica (see `_xla`); a
             # TPUStrategy's replicas are one program, collectives included.
+            tpu = isinstance(self._strategy, tf.distribute.TPUStrategy)
             self._state = State(
                 self._strategy,
                 replica_programs=bool(self._config.jit_compile)
                 and self._strategy.num_replicas_in_sync > 1
-                and not isinstance(self._strategy, tf.distribute.TPUStrategy),
+                and not tpu,
+                compiled=bool(self._config.jit_compile) or tpu,
             )
+            if self._state.host_columns is not None:
+                _host_columns.install()
         return self._state
 
     def _build(self, mode: str, dataset: Any) -> None:
@@ -322,7 +326,7 @@ class Estimator:
                 pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
-            pairs = _dense_lookup.compilable_gradients(_distribute.same_rows(pairs))
+            pairs = _dense_lookup.compilable_gradients(_distribute.reducible(pairs))
             # The optimizer is the facade's: its slot variables are its own, not the
             # model_fn's (the variable store leaves them to it).
             with _core.facade_owned():
@@ -351,7 +355,8 @@ class Estimator:
         def fetch_step(iterator: Any) -> Any:
             element = iterator.get_next()
             summary_step.assign(state.global_step + 1)
-            loss, tensors = strategy.run(self._replica_train, args=(element, user_hooks))
+            replica_train = _host_columns.reading(self._replica_train, state)
+            loss, tensors = strategy.run(replica_train, args=(element, user_hooks))
             loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
             first = {key: strategy.experimental_local_results(t)[0] for key, t in tensors.items()}
             state.global_step.assign_add(1)
@@ -463,6 +468,7 @@ class Estimator:
         dataset = self._dataset(input_fn, ModeKeys.TRAIN)
         self._build(ModeKeys.TRAIN, dataset)
         state = self._ensure_state()
+        dataset = _host_columns.on_host(dataset, state)  # string lookups, if compiled
         start = int(state.global_step.numpy())
         if max_steps is not None:
             target = max_steps

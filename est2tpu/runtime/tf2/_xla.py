@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from est2tpu.runtime.tf2 import _dense_lookup
+from est2tpu.runtime.tf2 import _dense_lookup, _host_columns
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, facade_owned, invoke
-from est2tpu.runtime.tf2._distribute import _divided, apply, batch_size, same_rows
+from est2tpu.runtime.tf2._distribute import _divided, apply, batch_size, reducible
 from est2tpu.runtime.tf2._strategy import on_replica_device
 
 
@@ -78,10 +78,12 @@ class _Plan:
 def train_replica_fn(estimator: Any) -> Callable[..., Any]:
     """What `strategy.run` calls for one train step: the Estimator's `_replica_train`; under
     XLA on one device, all of it compiled; under XLA over several local replicas,
-    `replica_step`. Embedding lookups in a compiled program are XLA's (`_dense_lookup`)."""
+    `replica_step`. Embedding lookups in a compiled program are XLA's (`_dense_lookup`), and
+    the ids of string feature columns come from the host (`_host_columns`)."""
     import tensorflow as tf
 
-    replica_train: Callable[..., Any] = estimator._replica_train
+    state = estimator._ensure_state()
+    replica_train: Callable[..., Any] = _host_columns.reading(estimator._replica_train, state)
     if not estimator._config.jit_compile:
         return replica_train
     if estimator._strategy.num_replicas_in_sync > 1:
@@ -152,11 +154,16 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
         return tf.cast(spec.loss, tf.float32), grads_out, denominators
 
     compiled = on_replica_device(
-        tf.function(_dense_lookup.compilable(program), jit_compile=True, autograph=False)
+        tf.function(
+            _dense_lookup.compilable(_host_columns.reading(program, estimator._ensure_state())),
+            jit_compile=True,
+            autograph=False,
+        )
     )
 
     def step(element: Any) -> Any:
         ctx = tf.distribute.get_replica_context()
+        element = _host_columns.with_ids(element, estimator._ensure_state())
         features, _ = estimator._split(element)
         global_examples = ctx.all_reduce(tf.distribute.ReduceOp.SUM, batch_size(features))
         loss, grads, locals_ = compiled(element, global_examples)
@@ -174,7 +181,7 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
             pairs = [(g, v) for g, v in zip(summed, variables) if g is not None]
             if not pairs:
                 raise ValueError("est2tpu tf2 facade: the loss has no gradient")
-            pairs = same_rows(pairs)
+            pairs = reducible(pairs)
             with facade_owned():  # the optimizer's slots are its own
                 apply(record.optimizer.inner, pairs)
         return loss

@@ -23,9 +23,8 @@ Each class takes TF 2.15's constructor arguments and builds the model_fn TF 2.15
   computed with the same Keras metric classes TF 2.15's V2 heads use.
 
 Only numeric feature columns are supported (anything else raises at construction; a DNN also
-takes indicator and embedding columns of integer ids, which its `DenseFeatures` layer reads as
-TF 2.15's does), and no
-`label_vocabulary` (string labels cannot reach a TPU); an optimizer is a name or a
+takes indicator and embedding columns of categorical columns, which its `DenseFeatures`
+layer reads as TF 2.15's does), and no `label_vocabulary` (string labels cannot reach a TPU); an optimizer is a name or a
 `tf.keras.optimizers.legacy` instance (rebuilt from its config inside the strategy's scope).
 The string predictions (`classes`, `all_classes`) are made on the host from `class_ids`;
 `export_saved_model` serves the numeric predictions dict.
@@ -88,13 +87,24 @@ def _numeric_columns(feature_columns: Any, what: str) -> tuple[Any, ...]:
 
 
 def _dnn_columns(feature_columns: Any, what: str) -> tuple[Any, ...]:
-    """The columns, checked: numeric ones, and dense columns over integer ids (TF 2.15's DNN
-    feeds them through the same `DenseFeatures` layer); no string columns (vocabulary, hash
-    buckets), which cannot run in a TPU or XLA step."""
+    """The columns, checked: numeric ones, and dense columns over ids (TF 2.15's DNN feeds
+    them through the same `DenseFeatures` layer), integer ids or ids looked up from
+    strings (a vocabulary, hash buckets, a cross: on the host when the step is compiled,
+    see `_host_columns`)."""
     from tensorflow.python.feature_column import feature_column_v2 as fc
 
     def exact(column: Any) -> bool:
-        if isinstance(column, (fc.NumericColumn, fc.IdentityCategoricalColumn)):
+        if isinstance(
+            column,
+            (
+                fc.NumericColumn,
+                fc.IdentityCategoricalColumn,
+                fc.VocabularyListCategoricalColumn,
+                fc.VocabularyFileCategoricalColumn,
+                fc.HashedCategoricalColumn,
+                fc.CrossedColumn,
+            ),
+        ):
             return True
         if isinstance(column, fc.BucketizedColumn):
             return exact(column.source_column)
@@ -111,7 +121,7 @@ def _dnn_columns(feature_columns: Any, what: str) -> tuple[Any, ...]:
         if not exact(column):
             raise NotImplementedError(
                 f"est2tpu tf2 facade: {what} supports numeric columns and indicator or "
-                "embedding columns of integer ids (identity, weighted, bucketized) only; got "
+                "embedding columns of categorical columns only; got "
                 f"{type(column).__name__} ({getattr(column, 'name', column)!r})"
             )
     return columns
