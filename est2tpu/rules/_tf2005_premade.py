@@ -114,14 +114,19 @@ V1_DEFAULT_OPTIMIZER = {"DNN": "Adagrad", "Linear": "Ftrl"}
 EXACT_COLUMNS = frozenset({"feature_column.numeric_column"})
 # ... and the DNN premades also take these: TF 2.15's DNN feeds its columns through the same
 # `DenseFeatures` layer the facade builds, so a dense column over integer ids (one-hot,
-# weighted one-hot, embedding, buckets) is the same function. Columns of strings (vocabulary,
-# hash buckets) stay out: string ops cannot run in a TPU or XLA step.
+# weighted one-hot, embedding, buckets) is the same function; so are ids looked up from
+# strings (vocabulary list or file, hash buckets, crosses), which the facade computes with the
+# column's own lookup on the host when the step is compiled (XLA, TPU).
 DNN_EXACT_COLUMNS = EXACT_COLUMNS | {
     f"feature_column.{name}"
     for name in (
         "bucketized_column",
         "categorical_column_with_identity",
         "weighted_categorical_column",
+        "categorical_column_with_vocabulary_list",
+        "categorical_column_with_vocabulary_file",
+        "categorical_column_with_hash_bucket",
+        "crossed_column",
         "indicator_column",
         "embedding_column",
     )

@@ -282,8 +282,9 @@ class PremadeFacade(Rule, PremadeChecks, TF1OptimizerTranslation):
         kinds = self.column_kinds(DNN_EXACT_COLUMNS if dnn else EXACT_COLUMNS)
         if kinds:
             exact = (
-                "only numeric, bucketized, integer-id categorical (identity, weighted) "
-                "columns through indicator_column or embedding_column are mapped exactly"
+                "only numeric, bucketized and categorical (identity, weighted, vocabulary, "
+                "hash bucket, crossed) columns through indicator_column or embedding_column "
+                "are mapped exactly"
                 if dnn
                 else "only numeric_column is mapped exactly"
             )
