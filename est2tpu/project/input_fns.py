@@ -230,7 +230,9 @@ class InputFns(BatchSources):
             site.tpu = True
             site.lambda_params = via_lambda is not None
         if via_lambda is None:
-            plan.needs_params = True
+            # Only a TPUEstimator passes params an input function must take; an Estimator
+            # est2tpu leaves as it is calls it as before.
+            plan.needs_params = plan.needs_params or commit or site.tpu
             plan.direct = True
             if commit and mode is Mode.EVAL and target_key[0] == self.src.path:
                 examples = one_pass_over(self.src, fn)
