@@ -434,6 +434,7 @@ class UseCollector(InputFns, CtorSites):
                 self.ix.ctor_modes.setdefault(ctor, set()).add(mode)
             if ctor is not None:
                 self.ix.ctor_sites.setdefault(ctor, []).append(site)
+            self.kept = plan is not None and not (plan.convert or plan.tpu)
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
             commit = plan is not None and (
                 plan.convert
