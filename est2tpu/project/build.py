@@ -19,6 +19,7 @@ from est2tpu.index import (
     Mode,
     ProjectIndex,
     model_fns_of,
+    node_code,
 )
 from est2tpu.names import dotted
 from est2tpu.project.calls import (
@@ -28,6 +29,7 @@ from est2tpu.project.calls import (
     reserved_keys_built_in,
 )
 from est2tpu.project.facts import ProjectFacts, too_deep
+from est2tpu.project.scope import rebased
 from est2tpu.project.uses import UseCollector
 
 
@@ -280,22 +282,36 @@ class Indexer(ProjectFacts):
         """An Estimator whose model_fn is a parameter of the function that builds it runs
         what the project's calls of that function pass: one def of the project at every
         call, or the Estimator stays as it is."""
-        for owner, node, plan, builder, param in (
+        for owner, node, plan, builder, param, member in (
             (c, *params) for c in collectors for params in c.builder_params
         ):
             short = builder[1].rpartition(".")[2]
             passed: set[FnKey | None] = set()
             for at, _scope, bound in self.builder_calls(collectors, builder, param):
-                passed.add(at.model_fn_of(bound) if bound is not None else None)
+                if bound is not None and member is not None:
+                    # `self.model.model_fn`: the member of what this call passes as `model`
+                    keys = at.model_fn_choices(rebased(member, bound))
+                    passed.add(keys[0] if keys is not None and len(keys) == 1 else None)
+                else:
+                    passed.add(at.model_fn_of(bound) if bound is not None else None)
             if plan.tpu:
                 plan.model_fn = next(iter(passed)) if len(passed) == 1 else None
                 continue
             if len(passed) != 1 or None in passed:
                 if len(passed) > 1 and None not in passed:
+                    what = f"the parameter `{param}` of `{short}`"
+                    if member is not None:
+                        cls = builder[1].rpartition(".")[0] if short == "__init__" else ""
+                        what = (
+                            f"`{node_code(member)}`, a member of {what}"
+                            if not cls
+                            else f"`{node_code(member)}`, a member of what `{cls}(...)` is "
+                            f"given as `{param}`"
+                        )
                     plan.refusal = (
-                        f"Estimator left as it is: its model_fn is the parameter `{param}` of "
-                        f"`{short}`, and the project's calls pass different functions; build "
-                        "one TPUEstimator per model_fn by hand"
+                        f"Estimator left as it is: its model_fn is {what}, and the project's "
+                        "calls pass different functions; build one TPUEstimator per model_fn "
+                        "by hand"
                     )
                 continue
             plan.model_fn = next(iter(passed))
@@ -352,18 +368,27 @@ class Indexer(ProjectFacts):
         passes as `param`."""
         builder_fn = self.fn(builder)
         short = builder[1].rpartition(".")[2]
+        cls, _, method = builder[1].rpartition(".")
+        if method == "__init__":
+            short = cls.rpartition(".")[2]  # `Trainer(...)` runs `Trainer.__init__`
         for collector in collectors:
             saved = collector.scope, collector.seq
             try:
                 for scope, call in collector.calls:
                     func = call.func
                     name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
-                    if (
+                    passing = call
+                    if method == "__init__" and name == short:
+                        func = cst.Attribute(func, cst.Name("__init__"))
+                        passing = call.with_changes(func=func)  # arguments fill after self
+                        if collector.ix.resolve_callable(collector.src, scope, func) != builder:
+                            continue
+                    elif (
                         name != short
                         or collector.ix.resolve_fn(collector.src, scope, func) != builder
                     ):
                         continue
-                    bound = bind_call(builder_fn, call).get(param)
+                    bound = bind_call(builder_fn, passing).get(param)
                     yield collector.at(scope, call), scope, bound
             finally:
                 collector.scope, collector.seq = saved
