@@ -67,12 +67,12 @@ class BodyScope:
         body.visit(_BodyFacts(self, body))
 
     def bound(self, name: str) -> cst.BaseExpression | None:
+        fn = self.src.defs.get(self.path)
+        if fn is not None and name in param_names(fn):
+            return None  # what each call passes (`if optimizer is None: optimizer = ...`)
         values = self.assigned.get(name, [])
         if values:
             return values[0] if len(values) == 1 else None
-        fn = self.src.defs.get(self.path)
-        if fn is not None and name in param_names(fn):
-            return None  # what each call passes
         # a name of the module (`OPTIMIZER = "adam"` above the def), bound once there
         return TopLevel(self.ix, self.src).bound(name) if self.path else None
 
