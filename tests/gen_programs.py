@@ -200,12 +200,18 @@ class Composition:
             return "a model module needs a layout with one"
         if self.holder != "local" and self.inputs not in ("direct", "lambda"):
             return "a trainer class's input functions are its methods"
+        if (
+            self.holder != "local"
+            and self.batch == "args_params"
+            and self.place == "other"
+            and self.inputs == "lambda"
+        ):
+            # Refused, with a true TPU007: the lambda hands `self` to the input method, which
+            # batches by self.batch_size, and the Estimator's params are vars() of an `args`
+            # bound in another module, whose keys est2tpu does not read there.
+            return "refused: a trainer's lambda inputs and all the flags of another module"
         if self.holder == "trainer_given_model" and self.model != "method":
             return "the model object a trainer is given is the method shape's class"
-        if self.holder != "local" and self.batch == "args_params":
-            # Not yet migrated: the model_fn reads params["batch_size"] (args.batch_size) and
-            # the input functions batch by self.batch_size, the same value by another name.
-            return "refused: a trainer class's batch size and all the flags as params"
         return None
 
     # -- the pieces -------------------------------------------------------------------

@@ -20,21 +20,26 @@ from est2tpu.index import (
     ProjectIndex,
     model_fns_of,
     node_code,
+    param_names,
 )
 from est2tpu.names import dotted
 from est2tpu.project.calls import (
+    assigned_attributes,
+    assigned_in,
     bind_call,
     calls_named,
     reads_params_batch_size,
     reserved_keys_built_in,
 )
 from est2tpu.project.facts import ProjectFacts, too_deep
-from est2tpu.project.scope import rebased
+from est2tpu.project.scope import rebased, set_from_parameter
 from est2tpu.project.uses import UseCollector
 
 
 class Indexer(ProjectFacts):
     """Builds a ProjectIndex from parsed modules."""
+
+    collectors: Sequence[UseCollector] = ()  # the last build's, one per module
 
     def build(self) -> ProjectIndex:
         """The index of the modules; a module nested too deeply for LibCST's visitors to
@@ -102,7 +107,9 @@ class Indexer(ProjectFacts):
             if not plan.convert or key in self.forced or plan.flags_batch is None:
                 continue
             others = sorted(
-                {b.code for sizes in plan.batch_sizes.values() for b in sizes} - {plan.flags_batch}
+                code
+                for code in {b.code for sizes in plan.batch_sizes.values() for b in sizes}
+                if code != plan.flags_batch and not self.passed_flag(key, code, plan.flags_batch)
             )
             if others:
                 found[key] = (
@@ -113,6 +120,37 @@ class Indexer(ProjectFacts):
                     "model_fn that size instead. Convert it by hand"
                 )
         return found
+
+    def passed_flag(self, key: CallKey, code: str, flag: str) -> bool:
+        """Whether `self.<attr>` (`code`), read in a method of the class that builds the
+        Estimator `key`, is the flag `flag` (`args.batch_size`): `__init__` alone sets it, from
+        its parameter, and every call of the class, in the Estimator's module, passes `flag`
+        with the module's own binding of its name."""
+        path, scope, _ = key
+        cls, _, _ = scope.rpartition(".")
+        _, dot, attr = code.partition(".")
+        src = self.modules[path]
+        init = src.defs.get(f"{cls}.__init__")
+        if not cls or not dot or "." in attr or init is None or not self.collectors:
+            return False
+        param = set_from_parameter(init, attr)
+        methods = [
+            m for name, m in src.defs.items() if name.rpartition(".")[0] == cls and m is not init
+        ]
+        if param is None or any(code in assigned_attributes(m) for m in methods):
+            return False
+        head = flag.partition(".")[0]
+        passed = list(self.builder_calls(self.collectors, (path, f"{cls}.__init__"), param))
+        for at, where, bound in passed:
+            caller = at.src.defs.get(where)
+            if (
+                at.src.path != path
+                or bound is None
+                or node_code(bound) != flag
+                or (caller is not None and head in assigned_in(caller) | set(param_names(caller)))
+            ):
+                return False
+        return bool(passed)
 
     def unselected_conversions(self) -> dict[CallKey, str]:
         """Estimators the run makes TPUEstimators of (TPU007 is on where they are built)
@@ -163,6 +201,7 @@ class Indexer(ProjectFacts):
 
     def _build(self) -> ProjectIndex:
         collectors = [UseCollector(self, src) for src in self.modules.values()]
+        self.collectors = collectors
         self.node_keys = {c.src.path: c.node_keys for c in collectors}
         for collector in collectors:
             collector.collect()

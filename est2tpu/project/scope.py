@@ -648,7 +648,7 @@ class UseScope(Scoped):
         ]
         if setters != [f"{cls}.__init__"]:
             return None
-        param = _set_from_parameter(init, path.partition(".")[2])
+        param = set_from_parameter(init, path.partition(".")[2])
         return ((self.src.path, f"{cls}.__init__"), param) if param is not None else None
 
 
@@ -667,7 +667,7 @@ def rebased(expr: cst.BaseExpression, owner: cst.BaseExpression) -> cst.BaseExpr
     return expr.with_changes(value=owner)
 
 
-def _set_from_parameter(init: cst.FunctionDef, attr: str) -> str | None:
+def set_from_parameter(init: cst.FunctionDef, attr: str) -> str | None:
     """The parameter of `__init__` its `self.<attr> = <parameter>` assigns, once, at the top
     of its body (not under a branch)."""
     params = param_names(init)
