@@ -169,8 +169,10 @@ LAYOUTS = ("one_module", "model_task", "package", "notebook")
 # Where the Estimator lives: a local of main(), or the attribute of a trainer class that
 # builds it in __init__ (which sets self.batch_size from its argument first) and trains and
 # evaluates it in other methods, with methods as input functions; or the same class whose
-# __init__ holds the Estimator a method of it builds and returns
-HOLDERS = ("local", "trainer_class", "trainer_method")
+# __init__ holds the Estimator a method of it builds and returns; or a trainer class given the
+# model object (`Experiment(Trainer(), ...)`, `self.model = model`) whose method is the
+# model_fn (`model_fn=self.model.model_fn`)
+HOLDERS = ("local", "trainer_class", "trainer_method", "trainer_given_model")
 
 TRAIN_STEPS = 20
 SIZE = 32
@@ -198,10 +200,18 @@ class Composition:
             return "a model module needs a layout with one"
         if self.holder != "local" and self.inputs not in ("direct", "lambda"):
             return "a trainer class's input functions are its methods"
-        if self.holder != "local" and self.batch == "args_params":
-            # Not yet migrated: the model_fn reads params["batch_size"] (args.batch_size) and
-            # the input functions batch by self.batch_size, the same value by another name.
-            return "refused: a trainer class's batch size and all the flags as params"
+        if (
+            self.holder != "local"
+            and self.batch == "args_params"
+            and self.place == "other"
+            and self.inputs == "lambda"
+        ):
+            # Refused, with a true TPU007: the lambda hands `self` to the input method, which
+            # batches by self.batch_size, and the Estimator's params are vars() of an `args`
+            # bound in another module, whose keys est2tpu does not read there.
+            return "refused: a trainer's lambda inputs and all the flags of another module"
+        if self.holder == "trainer_given_model" and self.model != "method":
+            return "the model object a trainer is given is the method shape's class"
         return None
 
     # -- the pieces -------------------------------------------------------------------
@@ -519,6 +529,10 @@ class Composition:
             defs = ""
         before, model_arg = self._model_arg(model_prefix)
         params = ["        params=vars(args),"] if self.batch == "args_params" else []
+        given = ""
+        if self.holder == "trainer_given_model":
+            # the model object passed in; the Estimator reads its method through self.model
+            before, model_arg, given = [], "self.model.model_fn", f"{model_prefix}Trainer(), "
         if self.holder != "local":
             defs = self._trainer_class(before, model_arg, params)
         main = [
@@ -540,7 +554,7 @@ class Composition:
         if self.holder != "local":
             size = "hparams.batch_size" if self.batch == "hparams" else self._batch_value()
             main += [
-                f"    experiment = Experiment(known.model_dir, {size})",
+                f"    experiment = Experiment({given}known.model_dir, {size})",
                 f"    experiment.train({TRAIN_STEPS})",
                 "    metrics = experiment.evaluate()",
             ]
@@ -582,6 +596,11 @@ class Composition:
             "    def __init__(self, model_dir, batch_size):",
             "        self.batch_size = batch_size",
         ]
+        if self.holder == "trainer_given_model":
+            lines[1:2] = [
+                "    def __init__(self, model, model_dir, batch_size):",
+                "        self.model = model",
+            ]
         if self.holder == "trainer_method":
             lines += [
                 "        self.estimator = self.create_estimator(model_dir)",

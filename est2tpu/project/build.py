@@ -19,20 +19,27 @@ from est2tpu.index import (
     Mode,
     ProjectIndex,
     model_fns_of,
+    node_code,
+    param_names,
 )
 from est2tpu.names import dotted
 from est2tpu.project.calls import (
+    assigned_attributes,
+    assigned_in,
     bind_call,
     calls_named,
     reads_params_batch_size,
     reserved_keys_built_in,
 )
 from est2tpu.project.facts import ProjectFacts, too_deep
+from est2tpu.project.scope import rebased, set_from_parameter
 from est2tpu.project.uses import UseCollector
 
 
 class Indexer(ProjectFacts):
     """Builds a ProjectIndex from parsed modules."""
+
+    collectors: Sequence[UseCollector] = ()  # the last build's, one per module
 
     def build(self) -> ProjectIndex:
         """The index of the modules; a module nested too deeply for LibCST's visitors to
@@ -100,7 +107,9 @@ class Indexer(ProjectFacts):
             if not plan.convert or key in self.forced or plan.flags_batch is None:
                 continue
             others = sorted(
-                {b.code for sizes in plan.batch_sizes.values() for b in sizes} - {plan.flags_batch}
+                code
+                for code in {b.code for sizes in plan.batch_sizes.values() for b in sizes}
+                if code != plan.flags_batch and not self.passed_flag(key, code, plan.flags_batch)
             )
             if others:
                 found[key] = (
@@ -111,6 +120,37 @@ class Indexer(ProjectFacts):
                     "model_fn that size instead. Convert it by hand"
                 )
         return found
+
+    def passed_flag(self, key: CallKey, code: str, flag: str) -> bool:
+        """Whether `self.<attr>` (`code`), read in a method of the class that builds the
+        Estimator `key`, is the flag `flag` (`args.batch_size`): `__init__` alone sets it, from
+        its parameter, and every call of the class, in the Estimator's module, passes `flag`
+        with the module's own binding of its name."""
+        path, scope, _ = key
+        cls, _, _ = scope.rpartition(".")
+        _, dot, attr = code.partition(".")
+        src = self.modules[path]
+        init = src.defs.get(f"{cls}.__init__")
+        if not cls or not dot or "." in attr or init is None or not self.collectors:
+            return False
+        param = set_from_parameter(init, attr)
+        methods = [
+            m for name, m in src.defs.items() if name.rpartition(".")[0] == cls and m is not init
+        ]
+        if param is None or any(code in assigned_attributes(m) for m in methods):
+            return False
+        head = flag.partition(".")[0]
+        passed = list(self.builder_calls(self.collectors, (path, f"{cls}.__init__"), param))
+        for at, where, bound in passed:
+            caller = at.src.defs.get(where)
+            if (
+                at.src.path != path
+                or bound is None
+                or node_code(bound) != flag
+                or (caller is not None and head in assigned_in(caller) | set(param_names(caller)))
+            ):
+                return False
+        return bool(passed)
 
     def unselected_conversions(self) -> dict[CallKey, str]:
         """Estimators the run makes TPUEstimators of (TPU007 is on where they are built)
@@ -161,6 +201,7 @@ class Indexer(ProjectFacts):
 
     def _build(self) -> ProjectIndex:
         collectors = [UseCollector(self, src) for src in self.modules.values()]
+        self.collectors = collectors
         self.node_keys = {c.src.path: c.node_keys for c in collectors}
         for collector in collectors:
             collector.collect()
@@ -280,22 +321,36 @@ class Indexer(ProjectFacts):
         """An Estimator whose model_fn is a parameter of the function that builds it runs
         what the project's calls of that function pass: one def of the project at every
         call, or the Estimator stays as it is."""
-        for owner, node, plan, builder, param in (
+        for owner, node, plan, builder, param, member in (
             (c, *params) for c in collectors for params in c.builder_params
         ):
             short = builder[1].rpartition(".")[2]
             passed: set[FnKey | None] = set()
             for at, _scope, bound in self.builder_calls(collectors, builder, param):
-                passed.add(at.model_fn_of(bound) if bound is not None else None)
+                if bound is not None and member is not None:
+                    # `self.model.model_fn`: the member of what this call passes as `model`
+                    keys = at.model_fn_choices(rebased(member, bound))
+                    passed.add(keys[0] if keys is not None and len(keys) == 1 else None)
+                else:
+                    passed.add(at.model_fn_of(bound) if bound is not None else None)
             if plan.tpu:
                 plan.model_fn = next(iter(passed)) if len(passed) == 1 else None
                 continue
             if len(passed) != 1 or None in passed:
                 if len(passed) > 1 and None not in passed:
+                    what = f"the parameter `{param}` of `{short}`"
+                    if member is not None:
+                        cls = builder[1].rpartition(".")[0] if short == "__init__" else ""
+                        what = (
+                            f"`{node_code(member)}`, a member of {what}"
+                            if not cls
+                            else f"`{node_code(member)}`, a member of what `{cls}(...)` is "
+                            f"given as `{param}`"
+                        )
                     plan.refusal = (
-                        f"Estimator left as it is: its model_fn is the parameter `{param}` of "
-                        f"`{short}`, and the project's calls pass different functions; build "
-                        "one TPUEstimator per model_fn by hand"
+                        f"Estimator left as it is: its model_fn is {what}, and the project's "
+                        "calls pass different functions; build one TPUEstimator per model_fn "
+                        "by hand"
                     )
                 continue
             plan.model_fn = next(iter(passed))
@@ -352,18 +407,27 @@ class Indexer(ProjectFacts):
         passes as `param`."""
         builder_fn = self.fn(builder)
         short = builder[1].rpartition(".")[2]
+        cls, _, method = builder[1].rpartition(".")
+        if method == "__init__":
+            short = cls.rpartition(".")[2]  # `Trainer(...)` runs `Trainer.__init__`
         for collector in collectors:
             saved = collector.scope, collector.seq
             try:
                 for scope, call in collector.calls:
                     func = call.func
                     name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
-                    if (
+                    passing = call
+                    if method == "__init__" and name == short:
+                        func = cst.Attribute(func, cst.Name("__init__"))
+                        passing = call.with_changes(func=func)  # arguments fill after self
+                        if collector.ix.resolve_callable(collector.src, scope, func) != builder:
+                            continue
+                    elif (
                         name != short
                         or collector.ix.resolve_fn(collector.src, scope, func) != builder
                     ):
                         continue
-                    bound = bind_call(builder_fn, call).get(param)
+                    bound = bind_call(builder_fn, passing).get(param)
                     yield collector.at(scope, call), scope, bound
             finally:
                 collector.scope, collector.seq = saved

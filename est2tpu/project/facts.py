@@ -333,6 +333,11 @@ class ProjectFacts:
         cls: str | None = None
         if isinstance(owner, cst.Call):
             owner = owner.func
+            if isinstance(owner, cst.Name):
+                # `Model(hparams).model_fn`, `Model` imported from another module
+                key = self.resolve_fn(src, scope, cst.Attribute(owner, expr.attr))
+                if key is not None and "." in key[1]:
+                    return key
         if isinstance(owner, cst.Attribute) and owner is not expr.value:
             # `model.Trainer(...).model_fn`: a method of a class of another module
             key = self.resolve_fn(src, scope, cst.Attribute(owner, expr.attr))

@@ -50,6 +50,9 @@ class InputFns(BatchSources):
     """What an input function handed to train/evaluate/predict or a spec is, and how it
     becomes one that takes params."""
 
+    # the input functions analysed now feed an Estimator the index knows and leaves as it is
+    kept = False
+
     def analyse_input_fn(
         self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool, depth: int = 0
     ) -> BatchSize | None:
@@ -230,7 +233,11 @@ class InputFns(BatchSources):
             site.tpu = True
             site.lambda_params = via_lambda is not None
         if via_lambda is None:
-            plan.needs_params = True
+            # A TPUEstimator passes params the input function must take; an Estimator the
+            # index knows and leaves as it is calls it as before (its file stays as it was).
+            # One it cannot see (a call's result) may be a TPUEstimator: params are kept
+            # ready, which a plain Estimator passes too.
+            plan.needs_params = plan.needs_params or commit or site.tpu or not self.kept
             plan.direct = True
             if commit and mode is Mode.EVAL and target_key[0] == self.src.path:
                 examples = one_pass_over(self.src, fn)

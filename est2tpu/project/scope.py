@@ -125,7 +125,11 @@ class UseScope(Scoped):
         self.node_keys: dict[int, CallKey] = {}  # id(call) -> its key
         # Estimators built with a parameter of the function that builds them as model_fn
         # (`Indexer.bind_builders`)
-        self.builder_params: list[tuple[cst.Call, CtorPlan, FnKey, str]] = []
+        # (`Indexer.bind_builders`), or a member of one (`model.model_fn`, `self.model.model_fn`
+        # where `__init__` set `self.model = model`): the member read on what each call passes
+        self.builder_params: list[
+            tuple[cst.Call, CtorPlan, FnKey, str, cst.BaseExpression | None]
+        ] = []
         self.assign_targets: dict[int, str] = {}  # id(assigned call) -> target name
         self.pending: list[tuple[str, cst.Call, str | None, Mode, cst.BaseExpression, int]] = []
         self.calls: list[tuple[str, cst.Call]] = []  # calls of project functions, maybe
@@ -367,6 +371,11 @@ class UseScope(Scoped):
             return returned_def(self.ix, factory, index)
         if isinstance(expr, cst.Call):
             factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            if factory is None and isinstance(expr.func, cst.Attribute):
+                # `model.build_model_fn()`: a method of the instance `model` holds
+                method = value_query.choices(self, expr.func)
+                if len(method) == 1 and method[0][0] is self and method[0][1] is not expr.func:
+                    factory = self.ix.resolve_callable(self.src, self.here, method[0][1])
             if factory is None or factory[1] not in self.ix.modules[factory[0]].defs:
                 return None
             return returned_def(self.ix, factory)
@@ -531,6 +540,11 @@ class UseScope(Scoped):
                     return key
         if isinstance(expr, cst.Call):
             factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            if factory is None and isinstance(expr.func, cst.Attribute):
+                # `model.build_model_fn()`: a method of the instance `model` holds
+                method = value_query.choices(self, expr.func)
+                if len(method) == 1 and method[0][0] is self and method[0][1] is not expr.func:
+                    factory = self.ix.resolve_callable(self.src, self.here, method[0][1])
             if factory is not None and factory[1] in self.ix.modules[factory[0]].defs:
                 return returned_def(self.ix, factory)
         return None
@@ -597,7 +611,79 @@ class UseScope(Scoped):
         """`def build_estimator(model_fn, config): return Estimator(model_fn, ...)`: the
         model_fn is what the project's calls of the builder pass (`Indexer.bind_builders`)."""
         fn = self.src.defs.get(self.here)
-        if fn is None or not isinstance(expr, cst.Name) or expr.value not in param_names(fn):
+        if fn is None:
+            return
+        if not isinstance(expr, cst.Name):
+            member = self.parameter_member(fn, expr)
+            if member is not None:
+                self.builder_params.append((node, plan, *member, expr))
+            return
+        if expr.value not in param_names(fn):
             return
         if self.lookup(self.values, expr.value) is None:  # not rebound before the Estimator
-            self.builder_params.append((node, plan, (self.src.path, self.here), expr.value))
+            self.builder_params.append((node, plan, (self.src.path, self.here), expr.value, None))
+
+    def parameter_member(
+        self, fn: cst.FunctionDef, expr: cst.BaseExpression
+    ) -> tuple[FnKey, str] | None:
+        """`model.model_fn` or `model.build_model_fn()`, where `model` is a parameter of the
+        function building the Estimator, or `self.model.<...>`, where the class's `__init__`
+        alone sets `self.model = model` from its parameter: that function (or `__init__`)
+        and the parameter, whose calls say what `model` is."""
+        owner = member_owner(expr)
+        if isinstance(owner, cst.Name):
+            if owner.value in param_names(fn) and self.lookup(self.assigned, owner.value) is None:
+                return (self.src.path, self.here), owner.value
+            return None
+        path = dotted(owner) if owner is not None else None
+        cls = self.class_of_instance(path) if path is not None else None
+        init = self.src.defs.get(f"{cls}.__init__") if cls is not None else None
+        if path is None or cls is None or init is None:
+            return None
+        setters = [
+            key for key, method in self.src.defs.items()
+            if key.startswith(f"{cls}.") and key.count(".") == cls.count(".") + 1
+            and f"{param_names(method)[0] if param_names(method) else ''}.{path.partition('.')[2]}"
+            in assigned_attributes(method)
+        ]
+        if setters != [f"{cls}.__init__"]:
+            return None
+        param = set_from_parameter(init, path.partition(".")[2])
+        return ((self.src.path, f"{cls}.__init__"), param) if param is not None else None
+
+
+def member_owner(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What `x.model_fn` or `x.build_model_fn()` (no arguments) reads a member of: `x`."""
+    if isinstance(expr, cst.Call) and not expr.args:
+        expr = expr.func
+    return expr.value if isinstance(expr, cst.Attribute) else None
+
+
+def rebased(expr: cst.BaseExpression, owner: cst.BaseExpression) -> cst.BaseExpression:
+    """`x.model_fn` (or `x.build_model_fn()`) read on `owner` instead of `x`."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.with_changes(func=expr.func.with_changes(value=owner))
+    assert isinstance(expr, cst.Attribute)
+    return expr.with_changes(value=owner)
+
+
+def set_from_parameter(init: cst.FunctionDef, attr: str) -> str | None:
+    """The parameter of `__init__` its `self.<attr> = <parameter>` assigns, once, at the top
+    of its body (not under a branch)."""
+    params = param_names(init)
+    if not params or not isinstance(init.body, cst.IndentedBlock):
+        return None
+    found: list[str] = []
+    for stmt in init.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and dotted(small.targets[0].target) == f"{params[0]}.{attr}"
+                and isinstance(small.value, cst.Name)
+                and small.value.value in params[1:]
+            ):
+                found.append(small.value.value)
+    return found[0] if len(found) == 1 else None

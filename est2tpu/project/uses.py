@@ -27,7 +27,9 @@ from est2tpu.project.calls import (
 from est2tpu.project.ctor_sites import CtorSites
 from est2tpu.project.input_fns import InputFns
 from est2tpu.project.input_shapes import batched_by_a_parameter
+from est2tpu.project.keras_models import compiled_optimizers
 from est2tpu.project.scope import partial_inner
+from est2tpu.rules._tpu011_optimizers import optimizer_refusal
 from est2tpu.tfapi import (
     ADD_METRICS,
     ESTIMATOR_CTORS,
@@ -265,6 +267,9 @@ class UseCollector(InputFns, CtorSites):
             plan.convert = not any(a.star for a in node.args)
             if not plan.convert:
                 plan.refusal = "model_to_estimator called with *args/**kwargs; convert it by hand"
+                return
+            plan.refusal = optimizer_refusal(compiled_optimizers(self.ix, self.src, self.here, node))
+            plan.convert = plan.refusal is None
             return
         if name in ESTIMATOR_CTORS:
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
@@ -429,6 +434,7 @@ class UseCollector(InputFns, CtorSites):
                 self.ix.ctor_modes.setdefault(ctor, set()).add(mode)
             if ctor is not None:
                 self.ix.ctor_sites.setdefault(ctor, []).append(site)
+            self.kept = plan is not None and not (plan.convert or plan.tpu)
             result = self.analyse_input_fn(input_fn, mode, site, commit=False)
             commit = plan is not None and (
                 plan.convert

@@ -35,6 +35,9 @@ Optimizer mapping (TF1 class, hyperparameters copied exactly):
 - ``Adagrad`` -> ``AdagradOptimizer`` with Keras' ``initial_accumulator_value``
   and Keras' epsilon (``ResourceApplyAdagradV2``; TF1's kernel has no epsilon).
 
+- A TF1 optimizer the model was compiled with (Keras wraps it in a ``TFOptimizer``) ->
+  that very optimizer, which the original's training applied too.
+
 - A legacy optimizer's ``decay`` -> the learning rate through TF1's
   ``inverse_time_decay(lr, global_step, 1, decay)``: Keras' ``lr / (1 + decay * iterations)``.
 
@@ -307,6 +310,19 @@ def _classes() -> dict[str, type]:
     return _CLASSES
 
 
+def _wrapped_tf1(optimizer: Any) -> Any:
+    """The ``tf.compat.v1.train`` optimizer a Keras ``TFOptimizer`` wraps (a model compiled
+    with a TF1 optimizer), or None."""
+    import tensorflow as tf
+
+    wrapped = getattr(optimizer, "optimizer", None)
+    if type(optimizer).__name__ == "TFOptimizer" and isinstance(
+        wrapped, tf.compat.v1.train.Optimizer
+    ):
+        return wrapped
+    return None
+
+
 def _keras_optimizer_config(optimizer: Any) -> tuple[str, dict[str, Any]]:
     """Return (Keras class name, config) of a Keras optimizer, new or legacy."""
     import tensorflow as tf
@@ -336,6 +352,9 @@ def tf1_optimizer(keras_optimizer: Any, global_step: Any = None) -> Any:
     ``global_step``.  See the module
     docstring for the mapping; anything not mapped exactly raises ValueError.
     """
+    wrapped = _wrapped_tf1(keras_optimizer)
+    if wrapped is not None:
+        return wrapped
     name, config = _keras_optimizer_config(keras_optimizer)
     return _tf1_from_config(name, config, global_step)
 
@@ -430,9 +449,14 @@ def _make_model_fn(
 
     modes = tf.estimator.ModeKeys
     tpu = tf.compat.v1.estimator.tpu
-    optimizer_config = legacy_optimizer.get_config()
+    # A TF1 optimizer (in Keras' TFOptimizer) is used as it is: Keras clones the model
+    # around the same object, and has no config to give.
+    wrapped = _wrapped_tf1(legacy_optimizer)
+    optimizer_config = None if wrapped is not None else legacy_optimizer.get_config()
     # Read now, eagerly: Keras cannot serialize its hyperparameters in a graph.
-    optimizer_name, tf1_config = _keras_optimizer_config(legacy_optimizer)
+    optimizer_name, tf1_config = (
+        ("", {}) if wrapped is not None else _keras_optimizer_config(legacy_optimizer)
+    )
     default_key = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
     def model_fn(features: Any, labels: Any, mode: Any, params: Any) -> Any:
@@ -454,7 +478,11 @@ def _make_model_fn(
             spec["eval_metrics"] = _eval_metrics(model, metric_names_map)
         if mode == modes.TRAIN:
             global_step = tf.compat.v1.train.get_or_create_global_step()
-            optimizer = _tf1_from_config(optimizer_name, tf1_config, global_step)
+            optimizer = (
+                wrapped
+                if wrapped is not None
+                else _tf1_from_config(optimizer_name, tf1_config, global_step)
+            )
             if on_tpu:
                 optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
             minimize = optimizer.minimize(
@@ -619,7 +647,8 @@ def model_to_estimator(
     # compiling clone (keras_lib's _save_first_checkpoint triggers that).
     compile_args = keras_model._get_compile_args()
     keras_model._get_compile_args = lambda: compile_args
-    _keras_optimizer_config(legacy)  # fail now, not in the first train(), if unmappable
+    if _wrapped_tf1(legacy) is None:
+        _keras_optimizer_config(legacy)  # fail now, not in the first train(), if unmappable
     run_config = estimator_lib.maybe_overwrite_model_dir_and_session_config(
         ensure_tpu_run_config(config), model_dir
     )

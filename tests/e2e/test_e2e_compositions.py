@@ -27,13 +27,17 @@ from est2tpu.ftypes import Status
 # The first 40 of the pairwise-covering set of the first axes' values (every value of every
 # axis, in a fixed order), and compositions of the shapes added since: a trainer class (its
 # input functions methods passed directly, or called by lambdas; its Estimator built in
-# __init__ or returned by a method), a partial of a dict pick by a namespace's attribute,
-# and params=vars(args) read by the model_fn.
+# __init__ or returned by a method, or given the model object whose method is the model_fn),
+# a partial of a dict pick by a namespace's attribute, and params=vars(args) read by the
+# model_fn (with the trainer class too: `self.batch_size` set from `args.batch_size`).
 LATER = (
     "partial-flags-same-lambda-one_module-trainer_class",
     "dict_flag-hparams-other-direct-package-trainer_class",
     "dict_literal-hparams-other-lambda-one_module-trainer_method",
     "partial_of_pick-args_params-same-direct-one_module",
+    "method-flags-other-direct-model_task-trainer_given_model",
+    "method-constant-same-lambda-notebook-trainer_given_model",
+    "direct-args_params-same-direct-one_module-trainer_class",
 )
 SAMPLE = covering(first=True)[:40] + [c for c in compositions() if c.name in LATER]
 
