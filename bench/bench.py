@@ -175,8 +175,7 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
     copies = work / "five"
     for n in range(5):
         for tree in full:
-            # no bytecode: est2tpu skips its compile check for a file Python has compiled
-            # (`pipeline._compiled_by_import`), and a fresh clone has none
+            # no bytecode, as a fresh clone has none
             shutil.copytree(
                 tree,
                 copies / f"copy{n}" / tree.name,

@@ -98,7 +98,7 @@ def migrate_paths(
     and whose stat has not changed since is not read again; LibCST is not even imported
     when the cache answers for every file; only the modules the project index needs are parsed before it is built; a
     file that no selected rule can touch (judged from its text and an import scan that can
-    only over-approximate) and that Python compiles is never parsed by LibCST; the rest are
+    only over-approximate) is neither compiled nor parsed by LibCST; the rest are
     parsed and migrated in worker processes.
     """
     from est2tpu.discovery import discover

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import collections
 import functools
-import importlib.util
 import re
-import warnings
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path, PurePath
 from typing import Any
@@ -387,8 +385,11 @@ def _applying(
     import table that can only over-approximate the real one: none when migrating the file
     cannot change or report anything. None when that cannot be told without LibCST: a
     notebook, imports the scan cannot read, a suppression comment, a last line without a
-    newline (LibCST may not give it back), a rule that cannot answer here, or no rule
-    applying to text Python does not compile (LibCST reports that as before).
+    newline (LibCST may not give it back), or a rule that cannot answer here.
+
+    A file no rule acts on is left as it is without being compiled, as a file the byte
+    pre-filter drops is: est2tpu reports syntax errors in the files it parses (those a rule
+    acts on and those the project index reads), not in the files it leaves alone.
     """
     text = cand.source
     imports = cand.import_scan()
@@ -405,15 +406,7 @@ def _applying(
         applying = [rule for rule in rules if rule.applies(state)]
     except Exception:  # noqa: BLE001 - a rule that cannot answer here is simply run
         return None
-    if applying or _compiled_by_import(cand.result.path):
-        return applying
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, str(cand.result.path), "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
-    return []
+    return applying
 
 
 def _scanned(
@@ -453,30 +446,6 @@ def _scanned(
     ambiguous = functools.partial(_ambiguous_imports, table, tree.starts, path)
     _report(result, state.findings, rules, settings.select, ignores, text, ambiguous)
     return True
-
-
-def _compiled_by_import(path: Path) -> bool:
-    """Has this Python already compiled the file as it is now (a `.pyc` its import system
-    would use instead of the source: this interpreter's magic number, the source's mtime
-    and size)? Then `compile` would succeed, and is skipped: it was most of the CPU of a
-    cold `--target tf2` run over an installed TensorFlow (1,581 of its modules pass the
-    pre-filter and no rule acts on them). Only timestamp-checked `.pyc` files are trusted,
-    as the import system trusts them; a hash-checked one is compiled again.
-    """
-    try:
-        pyc = importlib.util.cache_from_source(str(path))
-        with open(pyc, "rb") as f:
-            head = f.read(16)
-        stat = path.stat()
-    except (NotImplementedError, ValueError, OSError):
-        return False
-    return (
-        len(head) == 16
-        and head[:4] == importlib.util.MAGIC_NUMBER
-        and head[4:8] == b"\0\0\0\0"  # flags: timestamp-checked
-        and int.from_bytes(head[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
-        and int.from_bytes(head[12:16], "little") == stat.st_size & 0xFFFFFFFF
-    )
 
 
 _SHIM_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+est2tpu\.runtime\b", re.MULTILINE)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from est2tpu import pipeline, suppressions
 from est2tpu.checks import parse
-from est2tpu.engine import is_selected
+from est2tpu.engine import is_selected, select_rules
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.index import ProjectIndex
-from est2tpu.runner import Candidate, fail, guarded, root_for
+from est2tpu.runner import Candidate, RunState, Settings, fail, guarded, root_for
 from est2tpu.scan import may_match, module_names
 
 
@@ -65,46 +65,88 @@ def migrate_all_parsed(
             result.status = Status.SKIPPED
             return
         names = module_names(path, root_for(path, paths))
-        out.append(Candidate(result, parse(decoded.text), names))
+        try:
+            module = parse(decoded.text)
+        except MigrationError as exc:
+            # Reported only where a rule acts on the file (`pipeline._applying`): a file
+            # no rule acts on is left unread, as the byte pre-filter leaves one.
+            unparsed[path] = str(exc)
+            module = None
+        out.append(Candidate(result, module, names))
 
     candidates: list[Candidate] = []
     skipped: list[Path] = []
+    unparsed: dict[Path, str] = {}  # a candidate LibCST cannot parse -> why
 
     def switched_off(path: str, rule: str) -> bool:
         # as the pipeline: --ignore and per-file ignores switch rules off, --select does not
         extra = list(per_file_ignores(Path(path))) if per_file_ignores else []
         return not is_selected(rule, None, [*ignore, *extra])
 
+    # Failures and skips as they are met, then the parsed files (as `migrate_paths` orders
+    # them); a file LibCST cannot parse is a failure met there, unless no rule acts on it.
+    met: list[FileResult | Candidate] = []
     for found in discover(paths, exclude=exclude):
         if isinstance(found, tuple):
-            yield FileResult(found[0], Status.FAILED, error=found[1])
+            met.append(FileResult(found[0], Status.FAILED, error=found[1]))
             continue
         result = FileResult(found, Status.UNCHANGED)
         loaded: list[Candidate] = []
         guarded(result, lambda: load(found, result, loaded))  # noqa: B023 - called at once
         if loaded:
             candidates += loaded
+            met += loaded
         else:
             if result.status is Status.SKIPPED:
                 skipped.append(found)
-            yield result
+            met.append(result)
 
+    def ignores_of(cand: Candidate) -> list[str]:
+        return [*ignore, *(per_file_ignores(cand.result.path) if per_file_ignores else [])]
+
+    unread: set[int] = set()  # candidates LibCST cannot parse that no rule acts on
+    index: ProjectIndex | None = None
+    index_error = ""
     try:
         index = pipeline._build_index(
-            candidates, use_runtime, target, skipped, switched_off=switched_off
+            [c for c in candidates if c.module is not None],
+            use_runtime,
+            target,
+            skipped,
+            switched_off=switched_off,
         )
     except MigrationError as exc:
-        for cand in candidates:
-            yield fail(cand.result, str(exc))
-        return
+        index_error = str(exc)
     for cand in candidates:
-        extra = list(per_file_ignores(cand.result.path)) if per_file_ignores else []
-
-        ignores = [*ignore, *extra]
-        yield guarded(
-            cand.result,
-            functools.partial(_finish, cand, index, target, select, ignores, use_runtime),
-        )
+        if cand.module is None:
+            rules = select_rules(target, select, ignores_of(cand))
+            alone = RunState([], Settings(target, select, tuple(ignore), use_runtime), [cand])
+            if (
+                index is not None
+                and pipeline._applying(cand, rules, index, target, use_runtime) == []
+                and not pipeline._needed(alone, 0, forked=True)  # the index does not read it
+            ):
+                unread.add(id(cand))
+            else:
+                fail(cand.result, unparsed[cand.result.path])
+    for item in met:
+        if isinstance(item, FileResult):
+            yield item
+        elif item.module is None and id(item) not in unread:
+            yield item.result
+    for cand in candidates:
+        if cand.module is None:
+            if id(cand) in unread:
+                yield cand.result  # unchanged, unread
+        elif index is None:
+            yield fail(cand.result, index_error)
+        else:
+            yield guarded(
+                cand.result,
+                functools.partial(
+                    _finish, cand, index, target, select, ignores_of(cand), use_runtime
+                ),
+            )
 
 
 def _finish(
