@@ -641,8 +641,10 @@ class UseScope(Scoped):
         if path is None or cls is None or init is None:
             return None
         setters = [
-            key for key, method in self.src.defs.items()
-            if key.startswith(f"{cls}.") and key.count(".") == cls.count(".") + 1
+            key
+            for key, method in self.src.defs.items()
+            if key.startswith(f"{cls}.")
+            and key.count(".") == cls.count(".") + 1
             and f"{param_names(method)[0] if param_names(method) else ''}.{path.partition('.')[2]}"
             in assigned_attributes(method)
         ]

@@ -268,7 +268,9 @@ class UseCollector(InputFns, CtorSites):
             if not plan.convert:
                 plan.refusal = "model_to_estimator called with *args/**kwargs; convert it by hand"
                 return
-            plan.refusal = optimizer_refusal(compiled_optimizers(self.ix, self.src, self.here, node))
+            plan.refusal = optimizer_refusal(
+                compiled_optimizers(self.ix, self.src, self.here, node)
+            )
             plan.convert = plan.refusal is None
             return
         if name in ESTIMATOR_CTORS:

@@ -106,8 +106,16 @@ def _migrate(tmp_path: Path, text: str) -> tuple[str, str]:
     path = tmp_path / "train.py"
     path.write_text(text)
     proc = subprocess.run(
-        [sys.executable, "-m", "est2tpu", "migrate", "--no-cache", "--target", "tpu-estimator",
-         str(path)],
+        [
+            sys.executable,
+            "-m",
+            "est2tpu",
+            "migrate",
+            "--no-cache",
+            "--target",
+            "tpu-estimator",
+            str(path),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -125,9 +133,7 @@ def test_unmappable_optimizer_leaves_the_file_with_a_finding(name: str, tmp_path
     assert "tf.keras.estimator.model_to_estimator(\n        keras_model=build_model()," in migrated
     assert "def input_fn():\n" in migrated and ".repeat().batch(16)\n" in migrated
     assert "tpu_runtime.model_to_estimator" not in migrated
-    line = original.splitlines().index(
-        "    estimator = tf.keras.estimator.model_to_estimator("
-    ) + 1
+    line = original.splitlines().index("    estimator = tf.keras.estimator.model_to_estimator(") + 1
     assert f"train.py:{line}:17: TPU011 " in out
     assert reason in " ".join(out.split())
 
