@@ -42,7 +42,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "finding.py").write_text(FINDING, encoding="utf-8")
     (tmp_path / "clean.py").write_text("import tensorflow as tf\n", encoding="utf-8")
-    (tmp_path / "broken.py").write_text("tf.estimator.Estimator(\n", encoding="utf-8")
+    # A file a rule would act on (it imports TensorFlow and names the Estimator) that does
+    # not parse: reported as failed.
+    (tmp_path / "broken.py").write_text(
+        "import tensorflow as tf\n\ntf.estimator.Estimator(\n", encoding="utf-8"
+    )
     return tmp_path
 
 

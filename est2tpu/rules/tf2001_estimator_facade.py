@@ -31,7 +31,7 @@ from est2tpu.rules._tf2001_names import (
     UNSUPPORTED_POSITIONS,
     private_name,
 )
-from est2tpu.rules.tf2005_premade_estimator_facade import PremadeFacade, is_premade
+from est2tpu.rules._tf2005_facade import PREMADE_RULE, PremadeFacadeBase, is_premade
 
 
 def _fills(arg: cst.Arg, index: int, positions: dict[int, str]) -> str | None:
@@ -93,7 +93,7 @@ class EstimatorFacade(Rule):
         self.attrs: set[int] = set()  # the Name after a dot (`.model_to_estimator`): no name
         # TF2005's plan of the module's premade calls (None: TF2005 does not run, and
         # premades are left whole)
-        self.premades: PremadeFacade | None = None
+        self.premades: PremadeFacadeBase | None = None
         self._hook_names: dict[str, bool] | None = None  # name -> only facade hooks bound
         self._module: cst.Module = cst.Module(body=[])
         # RunConfig args (by id) -> what replaces them: the DistributeConfig's strategies as
@@ -109,8 +109,8 @@ class EstimatorFacade(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
         self._plan_keras_optimizers(node)
-        if self.state.runs(PremadeFacade.ID):
-            self.premades = PremadeFacade(self.context, self.state)
+        if self.state.runs(PREMADE_RULE):
+            self.premades = PremadeFacadeBase(self.context, self.state)
             self.premades.visit_Module(node)
 
     def _plan_keras_optimizers(self, module: cst.Module) -> None:
