@@ -4,6 +4,8 @@ Estimator, and which of the shim's names stand for them after a rule ran."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import libcst as cst
 
 from est2tpu.names import ImportTable
@@ -62,8 +64,23 @@ V1_PARTITIONER = {
 }
 
 
-def premade_refusal(short: str, qualified: str, call: cst.Call, use_runtime: bool) -> str | None:
-    """Why a premade estimator call stays as it is under tpu-estimator; None: it converts."""
+# The feature columns a premade's TPUEstimator takes on a TPU (est2tpu.runtime.premade's
+# `_TPU_COLUMNS`, by the class each function builds): the others read string or sparse
+# features, which a TPU cannot take.
+TPU_PREMADE_COLUMNS = {"numeric_column": "NumericColumn", "bucketized_column": "BucketizedColumn"}
+
+
+def is_column_kind(name: str) -> bool:
+    """A `tf.feature_column` function that builds a column (not `input_layer`,
+    `linear_model`, `make_parse_example_spec`, ...)."""
+    return name.endswith(("_column", "_columns")) or "_column_with_" in name
+
+
+def premade_refusal(
+    short: str, qualified: str, call: cst.Call, use_runtime: bool, columns: Iterable[str] = ()
+) -> str | None:
+    """Why a premade estimator call stays as it is under tpu-estimator; None: it converts.
+    `columns`: the `tf.feature_column` functions the call's module calls."""
     if short.startswith("BoostedTrees"):
         return (
             f"premade {short} grows trees on the host and has no TPU form; keep it off TPU, "
@@ -97,6 +114,15 @@ def premade_refusal(short: str, qualified: str, call: cst.Call, use_runtime: boo
         return (
             f"premade {short} becomes a TPUEstimator through est2tpu.runtime.premade, which "
             "--no-runtime forbids; write a model_fn"
+        )
+    off_tpu = sorted(set(columns) - set(TPU_PREMADE_COLUMNS))
+    if off_tpu:
+        return (
+            f"premade {short} left as it is: this module builds feature columns "
+            f"({', '.join(off_tpu)}) that read string or sparse features, which a TPU cannot "
+            "take (est2tpu.runtime.premade refuses them on a TPU); turn them into dense "
+            "numeric features in the input function (a lookup to ids and a numeric_column) "
+            "and re-run, or use `--target tf2`"
         )
     return None
 
