@@ -478,8 +478,8 @@ def run_project(project: Path, pristine: Path, target: str) -> Stats:
             continue
         stats.model_or_estimator += 1
         ok = True
-        if old == new and str(path) in whole:
-            stats.left_whole += 1
+        left_whole = old == new and str(path) in whole  # its finding says why all stays
+        stats.left_whole += left_whole
         for cell, text in code_units(path.suffix, new):
             _, left = analyse(text, rel, target)
             marks = findings.get((str(path), cell), [])
@@ -487,9 +487,7 @@ def run_project(project: Path, pristine: Path, target: str) -> Stats:
                 stats.left += 1
                 if c.covered(marks):
                     stats.covered += 1
-                elif str(path) in whole and old == new:
-                    pass  # the file's own finding says why every construct stays
-                else:
+                elif not left_whole:
                     ok = False
                     where = f"cell {cell}:" if cell else ""
                     stats.details.append(f"left: {path}:{where}{c.line}: {c.kind}: {c.text}")

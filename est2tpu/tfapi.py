@@ -4,10 +4,11 @@ Estimator, and which of the shim's names stand for them after a rule ran."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import libcst as cst
 
+from est2tpu.cstutil import iter_calls
 from est2tpu.names import ImportTable
 
 ESTIMATOR_CTORS = frozenset(
@@ -68,6 +69,18 @@ V1_PARTITIONER = {
 # `_TPU_COLUMNS`, by the class each function builds): the others read string or sparse
 # features, which a TPU cannot take.
 TPU_PREMADE_COLUMNS = {"numeric_column": "NumericColumn", "bucketized_column": "BucketizedColumn"}
+
+
+def feature_column_calls(
+    node: cst.CSTNode, tf_name: Callable[[cst.BaseExpression], str | None]
+) -> set[str]:
+    """The `tf.feature_column` functions called under `node`, in nested defs too, by their
+    canonical names (`feature_column.embedding_column`)."""
+    return {
+        name
+        for call in iter_calls(node, into_defs=True)
+        if (name := tf_name(call.func) or "").startswith("feature_column.")
+    }
 
 
 def is_column_kind(name: str) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import libcst as cst
 
 from est2tpu.cstutil import (
-    iter_calls,
     names_read,
 )
 from est2tpu.index import (
@@ -40,6 +39,7 @@ from est2tpu.tfapi import (
     SPEC_CTORS,
     TPU_ESTIMATOR_CTORS,
     call_kind,
+    feature_column_calls,
     is_column_kind,
     premade_refusal,
 )
@@ -260,14 +260,8 @@ class UseCollector(InputFns, CtorSites):
             plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
             plan.premade = True
             qualified = self.src.imports.qualify(node.func) or ""
-            columns = {
-                short
-                for call in iter_calls(self.src.module, into_defs=True)
-                if (called := self.src.imports.tf_name(call.func) or "").startswith(
-                    "feature_column."
-                )
-                and is_column_kind(short := called.rsplit(".", 1)[-1])
-            }
+            called = feature_column_calls(self.src.module, self.src.imports.tf_name)
+            columns = {short for name in called if is_column_kind(short := name.rsplit(".", 1)[-1])}
             plan.refusal = premade_refusal(name[10:], qualified, node, self.ix.use_runtime, columns)
             plan.convert = plan.refusal is None
             return

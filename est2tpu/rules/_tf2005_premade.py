@@ -8,10 +8,11 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from est2tpu.cstutil import explode, iter_calls, one_per_line
+from est2tpu.cstutil import explode, one_per_line
 from est2tpu.names import single_assignments
 from est2tpu.rule import FileState
 from est2tpu.rules._tf2005_optimizers import TF1_NO_KERAS, TF1_OPTIMIZERS, is_none
+from est2tpu.tfapi import feature_column_calls
 
 PREMADE_PREFIXES = ("Baseline", "BoostedTrees", "DNN", "Linear")
 # TF 2.15's V2 premade estimators the facade builds exactly (est2tpu/runtime/tf2/premade.py),
@@ -157,12 +158,8 @@ class PremadeChecks:
     def column_kinds(self, exact: frozenset[str]) -> list[str]:
         """The `tf.feature_column.*` functions this module calls, other than the exact ones."""
         if self._columns is None:
-            found: set[str] = set()
-            if self.state.current is not None:
-                for call in iter_calls(self.state.current, into_defs=True):
-                    name = self.tf_name(call.func)
-                    if name is not None and name.startswith("feature_column."):
-                        found.add(name)
+            current = self.state.current
+            found = feature_column_calls(current, self.tf_name) if current is not None else ()
             self._columns = sorted(found)
         return [name.rsplit(".", 1)[-1] for name in self._columns if name not in exact]
 
