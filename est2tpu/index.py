@@ -104,7 +104,13 @@ class CtorPlan:
     problems: list[str] = field(default_factory=list)
     model_fn_reads_batch_size: bool = False
     config_is_run_config: bool = False  # its `config` is visibly a RunConfig(...)
+    # its `config` argument: a call written there (`config=RunConfig(...)`: "()"), a name
+    # (`config=run_config`: that name), or None (no config, or another expression)
+    config: str | None = None
     keras: bool = False  # built by model_to_estimator from a compiled Keras model
+    # why the runtime cannot map the optimizer that Keras model is compiled with exactly
+    # (`keras_models.why_unmappable`; the first such reason), or None
+    unmappable_optimizer: str | None = None
     premade: bool = False  # DNNClassifier & co.: the shim's TPUEstimator, or a TPU010 finding
     # modes whose input functions read params["batch_size"] already, of unknown size
     unsized_modes: set[Mode] = field(default_factory=set)

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+import test_all_rules as all_rules
 
 from est2tpu import engine, rulewalk
 from est2tpu.api import migrate_source
-from est2tpu.catalogue import data_dir
 from est2tpu.ftypes import Target
 from tests.test_walk import EVERYTHING
 
-FIXTURES = data_dir("fixtures")
-CASES = sorted(p for p in FIXTURES.glob("*/*.before.py") if p.parent.name != "projects")
+CASES = all_rules.CASES
 
 
 class _Recording(cst.CSTTransformer):
@@ -137,17 +136,23 @@ def _libcst_walk(tree: cst.Module, rule: object) -> cst.Module:
     return tree.visit(rule)  # type: ignore[arg-type]
 
 
+# In the xdist group of tests/test_all_rules.py's target (`all_rules-<target>`): the runs
+# under est2tpu's own walk are that module's, cached per worker (`_run`), so this test adds
+# only the runs under LibCST's walk.
 @pytest.mark.slow
-@pytest.mark.parametrize("target", [Target.TPU_ESTIMATOR, Target.TF2], ids=["tpu-estimator", "tf2"])
+@pytest.mark.parametrize("target", all_rules.TARGETS)
 def test_every_fixture_migrates_as_under_libcsts_walk(
     target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every fixture with every rule of the target, once with each walk: the same text and
     the same findings."""
-    ours = {p: migrate_source(p.read_text(encoding="utf-8"), target=target) for p in CASES}
+    # est2tpu's walk first, every fixture, before LibCST's replaces it for the rest
+    ours = {p: all_rules._run(p, target) for p in CASES}
     monkeypatch.setattr(engine.rulewalk, "transform", _libcst_walk)
     for path, result in ours.items():
-        theirs = migrate_source(path.read_text(encoding="utf-8"), target=target)
+        theirs = migrate_source(
+            path.read_text(encoding="utf-8"), path=all_rules._path(path), target=target
+        )
         assert (result.new_text, result.findings, result.error) == (
             theirs.new_text,
             theirs.findings,

@@ -20,7 +20,7 @@ from est2tpu.index import (
     call_arg,
     param_names,
 )
-from est2tpu.names import dotted
+from est2tpu.names import ImportTable, dotted
 from est2tpu.project.calls import dict_keys, same_at_ctor
 from est2tpu.project.scope import UseScope
 from est2tpu.tfapi import (
@@ -31,9 +31,33 @@ from est2tpu.tfapi import (
 BATCH_SIZE_FLAG = re.compile(r"""\(\s*(["'])(--)?batch_size\1""")
 
 
+def config_argument(imports: ImportTable, node: cst.Call) -> cst.Arg | None:
+    """An Estimator construction's `config` argument: the keyword, or the third positional
+    argument of `tf.estimator.Estimator`."""
+    position = 2 if imports.tf_name(node.func) == "estimator.Estimator" else None
+    return call_arg(node, "config", position)
+
+
+def config_of(imports: ImportTable, node: cst.Call) -> str | None:
+    """What `CtorPlan.config` says of this construction's `config` argument: "()" for a
+    call written there, the name for a name, None for no argument or another expression."""
+    arg = config_argument(imports, node)
+    if arg is not None and isinstance(arg.value, cst.Call):
+        return "()"
+    if arg is not None and isinstance(arg.value, cst.Name):
+        return arg.value.value
+    return None
+
+
 class CtorSites(UseScope):
     """An Estimator's construction: what keeps it from converting, and a TPUEstimator
     built in the source."""
+
+    def ctor_plan(self, node: cst.Call) -> CtorPlan:
+        """The plan of the Estimator construction `node`, with its `config` argument."""
+        plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+        plan.config = config_of(self.src.imports, node)
+        return plan
 
     def ctor_refusal(self, node: cst.Call, plan: CtorPlan) -> str | None:
         """Why this Estimator cannot become a TPUEstimator, or None."""

@@ -7,7 +7,9 @@ function that builds, compiles and returns it (`keras_model=build_model()`, or a
 to that call), in this module or another. Each `compile` gives its optimizer argument
 (Keras' default `"rmsprop"` when it has none), itself followed with the value query in the
 scope of the `compile`: a string (`"adam"`), or a `keras.optimizers` class called with
-keyword arguments. Which of them the runtime maps is TPU011's decision, not this module's.
+keyword arguments. Which of them the runtime maps exactly, and why not, is `why_unmappable`,
+whose table a test holds equal to the runtime's (`est2tpu.runtime.keras`); what follows from
+it for the migration is TPU011's decision.
 """
 
 from __future__ import annotations
@@ -50,6 +52,33 @@ class CompiledOptimizer:
     name: str
     from_string: bool
     settings: dict[str, object] = field(default_factory=dict)
+
+
+# Keras optimizer classes (lower-cased) the runtime maps exactly.
+MAPPED = ("sgd", "adam", "rmsprop", "adagrad")
+# Keras optimizer settings with no TF1 counterpart: any of them set (not None/0/False) makes
+# the optimizer unmappable.
+UNMAPPABLE_SETTINGS = (
+    "weight_decay",
+    "clipnorm",
+    "clipvalue",
+    "global_clipnorm",
+    "use_ema",
+    "amsgrad",
+)
+
+
+def why_unmappable(optimizer: CompiledOptimizer) -> str | None:
+    """Why the runtime cannot map this optimizer exactly; None when it can, or when only
+    the run shows it (a setting that is no literal)."""
+    shown = f'"{optimizer.name}"' if optimizer.from_string else f"{optimizer.name}(...)"
+    if optimizer.name.lower() not in MAPPED:
+        return f"{shown} has no exact tf.compat.v1.train equivalent"
+    for key in UNMAPPABLE_SETTINGS:
+        value = optimizer.settings.get(key)
+        if value is not UNKNOWN and value:
+            return f"{optimizer.name}({key}={value!r}) has no exact tf.compat.v1.train equivalent"
+    return None
 
 
 class BodyScope:

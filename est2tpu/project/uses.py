@@ -9,7 +9,6 @@ from est2tpu.cstutil import (
     names_read,
 )
 from est2tpu.index import (
-    CtorPlan,
     Mode,
     UseSite,
     call_arg,
@@ -27,9 +26,8 @@ from est2tpu.project.calls import (
 from est2tpu.project.ctor_sites import CtorSites
 from est2tpu.project.input_fns import InputFns
 from est2tpu.project.input_shapes import batched_by_a_parameter
-from est2tpu.project.keras_models import compiled_optimizers
+from est2tpu.project.keras_models import compiled_optimizers, why_unmappable
 from est2tpu.project.scope import partial_inner
-from est2tpu.rules._tpu011_optimizers import optimizer_refusal
 from est2tpu.tfapi import (
     ADD_METRICS,
     ESTIMATOR_CTORS,
@@ -251,13 +249,13 @@ class UseCollector(InputFns, CtorSites):
         elif shim is not None and (shim == "model_to_estimator" or shim.startswith("premade.")):
             # A TPUEstimator a first run built (the Keras or premade builder): its input
             # functions are held to what TPUEstimator needs, as the original's were.
-            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan = self.ctor_plan(node)
             plan.tpu = True
             plan.as_migrated = True
             self.tpu_ctor(node, plan)
             return
         if name is not None and name.startswith("estimator.") and name[10:] in PREMADE:
-            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan = self.ctor_plan(node)
             plan.premade = True
             qualified = self.src.imports.qualify(node.func) or ""
             called = feature_column_calls(self.src.module, self.src.imports.tf_name)
@@ -266,19 +264,19 @@ class UseCollector(InputFns, CtorSites):
             plan.convert = plan.refusal is None
             return
         if name in KERAS_TO_ESTIMATOR:
-            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan = self.ctor_plan(node)
             plan.keras = True
             plan.convert = not any(a.star for a in node.args)
             if not plan.convert:
                 plan.refusal = "model_to_estimator called with *args/**kwargs; convert it by hand"
                 return
-            plan.refusal = optimizer_refusal(
-                compiled_optimizers(self.ix, self.src, self.here, node)
-            )
-            plan.convert = plan.refusal is None
+            optimizers = compiled_optimizers(self.ix, self.src, self.here, node) or ()
+            reasons = [why for why in map(why_unmappable, optimizers) if why is not None]
+            plan.unmappable_optimizer = reasons[0] if reasons else None
+            plan.convert = plan.unmappable_optimizer is None
             return
         if name in ESTIMATOR_CTORS:
-            plan = self.ix.index.ctors.setdefault(self.node_keys[id(node)], CtorPlan())
+            plan = self.ctor_plan(node)
             if "." in self.assign_targets.get(id(node), ""):
                 self.ix.attribute_ctors.add(self.node_keys[id(node)])
             plan.tpu = name in TPU_ESTIMATOR_CTORS

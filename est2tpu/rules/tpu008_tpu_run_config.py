@@ -11,18 +11,20 @@ from est2tpu.cstutil import (
     kwarg,
     one_per_line,
     too_long,
-    walk,
     with_kwarg,
 )
-from est2tpu.index import CallKeys, call_arg
+from est2tpu.index import CtorPlan
+from est2tpu.project.ctor_sites import config_argument
 from est2tpu.rule import FileState, Rule
-from est2tpu.tfapi import LEARN_RUN_CONFIG, call_kind, learn_run_config_maps
+from est2tpu.tfapi import LEARN_RUN_CONFIG, learn_run_config_maps
 
 DEFAULT_ITERATIONS_PER_LOOP = 100
 TPU_ONLY_ARGS = ("cluster", "tpu_config", "master", "evaluation_master")
 
 
 class TpuRunConfig(Rule):
+    KEYED = True  # Estimator constructions are looked up in the index by order
+
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return state.imports.calls(state.original, "estimator.RunConfig", LEARN_RUN_CONFIG)
@@ -30,64 +32,37 @@ class TpuRunConfig(Rule):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.kept: set[int] = set()  # RunConfig calls (by id) only kept Estimators are given
+        self.kept_names: set[str] = set()
+
+    # The RunConfig calls that reach only Estimators left as they are (an Estimator TPU007
+    # refuses, a premade TPU010 leaves): written as such an Estimator's `config` argument,
+    # or bound to a name that every Estimator construction of the module given that name as
+    # its `config` leaves as it is. The project index holds each construction's `config`
+    # argument and whether it converts (`CtorPlan.config`, `CtorPlan.convert`).
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.kept = self._for_kept_estimators(node)
+        given: dict[str, set[bool]] = {}  # config name -> kept, for each Estimator given it
+        for key, plan in self.state.index.ctors.items():
+            if key[0] == self.state.path and plan.config not in (None, "()"):
+                given.setdefault(str(plan.config), set()).add(_kept(plan))
+        self.kept_names = {name for name, kept in given.items() if kept == {True}}
 
-    def _for_kept_estimators(self, module: cst.Module) -> set[int]:
-        """The RunConfig calls that reach only Estimators left as they are (an Estimator
-        TPU007 refuses, a premade TPU010 leaves): written as an Estimator's `config`
-        argument, or bound to a name every Estimator construction of the module that is
-        given that name as its `config` leaves as it is. The project index says which
-        construction is kept (`CtorPlan.convert`), by the order the rules number them in."""
-        ctors = self.state.index.ctors
-        imports = self.state.imports
-        keys = CallKeys(self.state.path)
-        scope: list[str] = []
-        calls: dict[int, bool] = {}  # id(config call) -> its Estimator is kept
-        names: dict[str, set[bool]] = {}  # config name -> kept, for each Estimator given it
-        bound: dict[int, str] = {}  # id(RunConfig call) -> the name it is assigned to
+    def visit_Assign(self, node: cst.Assign) -> None:
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if (
+            isinstance(target, cst.Name)
+            and isinstance(node.value, cst.Call)
+            and target.value in self.kept_names
+        ):
+            self.kept.add(id(node.value))
 
-        class Configs(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                scope.append(node.name.value)
-
-            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-                scope.pop()
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                scope.append(node.name.value)
-
-            def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-                scope.pop()
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                target = node.targets[0].target if len(node.targets) == 1 else None
-                if isinstance(target, cst.Name) and isinstance(node.value, cst.Call):
-                    bound[id(node.value)] = target.value
-
-            def visit_Call(self, node: cst.Call) -> None:
-                kind = call_kind(imports, node.func)
-                if kind is None:
-                    return
-                plan = ctors.get(keys.next(".".join(scope), kind))
-                if kind != "ctor" or plan is None:
-                    return
-                position = 2 if imports.tf_name(node.func) == "estimator.Estimator" else None
-                arg = call_arg(node, "config", position)
-                kept = not plan.convert and not plan.tpu
-                if arg is None:
-                    return
-                if isinstance(arg.value, cst.Call):
-                    calls[id(arg.value)] = kept
-                elif isinstance(arg.value, cst.Name):
-                    names.setdefault(arg.value.value, set()).add(kept)
-
-        walk(module, Configs())
-        kept_names = {name for name, kept in names.items() if kept == {True}}
-        return {call for call, kept in calls.items() if kept} | {
-            call for call, name in bound.items() if name in kept_names
-        }
+    def visit_Call(self, node: cst.Call) -> None:
+        key = self.key_of(node)
+        plan = self.state.index.ctors.get(key) if key is not None else None
+        if plan is not None and plan.config == "()" and _kept(plan):
+            arg = config_argument(self.state.imports, node)
+            if arg is not None:
+                self.kept.add(id(arg.value))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.tf_name(original_node.func)
@@ -133,6 +108,10 @@ class TpuRunConfig(Rule):
             original_node, f"{'tf.contrib.learn.' if learn else ''}RunConfig -> TPU RunConfig"
         )
         return call
+
+
+def _kept(plan: CtorPlan) -> bool:
+    return not plan.convert and not plan.tpu
 
 
 def _eq() -> cst.AssignEqual:

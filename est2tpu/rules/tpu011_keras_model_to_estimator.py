@@ -7,6 +7,7 @@ import libcst as cst
 from est2tpu.cstutil import explode, is_multiline, too_long, with_kwarg
 from est2tpu.index import resolved_batch_sizes
 from est2tpu.rule import FileState, Rule
+from est2tpu.rules._tpu011_optimizers import optimizer_refusal
 from est2tpu.tfapi import KERAS_TO_ESTIMATOR
 
 
@@ -24,10 +25,13 @@ class KerasModelToEstimator(Rule):
         key = self.key_of(original_node)
         plan = self.state.index.ctors.get(key) if key is not None else None
         if plan is None or not plan.convert:
-            self.refuse(
-                original_node,
-                plan.refusal if plan and plan.refusal else "model_to_estimator left as it is",
-            )
+            if plan is not None and plan.unmappable_optimizer is not None:
+                reason = optimizer_refusal(plan.unmappable_optimizer)
+            else:
+                reason = (
+                    plan.refusal if plan and plan.refusal else "model_to_estimator left as it is"
+                )
+            self.refuse(original_node, reason)
             return updated_node
         if not self.has_runtime("model_to_estimator"):
             self.refuse(

@@ -68,6 +68,16 @@ STRATEGIES: dict[str, dict[str, str]] = {
 # are its own batch's (8 examples here), as a TPU core's under TPUEstimator, not the global
 # batch's: the program trains, but not to the one-device numbers.
 PER_REPLICA_STATISTICS = {("two_module_trainer", "xla_mirrored_8_cpus")}
+# Cases of the matrix not trained: what each would show, two other cases show.
+# - numpy_input under XLA on one device: the numpy input is read on the host, never compiled,
+#   so its pipeline is numpy_input's under the default strategy; a dense model_fn with TF1
+#   losses and metrics compiled whole is single_file_classifier's under XLA (and numpy_input's
+#   own model_fn, AUC included, is compiled under XLA over 8 replicas).
+# - premade_dnn_classifier under XLA on one device: the facade's premade (network, head,
+#   metrics) compiled whole is premade_linear_regressor's under XLA, held to TF 2.15's numbers
+#   to float rounding; the DNN's layers and Adagrad compiled are premade_dnn_classifier's
+#   under XLA over 8 replicas.
+SHOWN_ELSEWHERE = {("numpy_input", "xla"), ("premade_dnn_classifier", "xla")}
 ACCURACY_TOLERANCE = 0.03  # absolute (accuracies and AUC)
 LOSS_TOLERANCE = 0.25  # relative
 # Any of these left in migrated code means the Estimator API (or TF1 graph code) survived.
@@ -188,8 +198,15 @@ def test_migration_leaves_no_estimator_api(name: str, migrated: Callable[[str], 
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
-@pytest.mark.parametrize("name", PROJECTS)
+@pytest.mark.parametrize(
+    ("name", "strategy"),
+    [
+        pytest.param(name, strategy, id=f"{name}-{strategy}")
+        for name in PROJECTS
+        for strategy in sorted(STRATEGIES)
+        if (name, strategy) not in SHOWN_ELSEWHERE
+    ],
+)
 def test_migrated_project_trains_like_the_original(
     name: str,
     strategy: str,
