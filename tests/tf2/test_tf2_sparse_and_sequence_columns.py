@@ -20,6 +20,7 @@ replicas the default strategy's numbers to 6 digits.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,6 +32,44 @@ from est2tpu.ftypes import Target
 
 PROGRAM = Path(__file__).with_name("programs") / "sparse_and_sequence_columns.py"
 XLA = {"EST2TPU_JIT_COMPILE": "1"}
+# TensorFlow's sequence lengths (SegmentMax) and the facade's in a jit_compile function.
+SEQUENCE_LENGTHS = """
+import json
+import sys
+
+import tensorflow as tf
+from tensorflow.python.feature_column import utils as fc_utils
+
+from est2tpu.runtime.tf2._dense_lookup import compilable
+
+cases = {
+    "gaps": ([[0, 0], [0, 1], [0, 4], [2, 0], [3, 1]], [5, 6]),  # row 1 empty
+    "empty_last_rows": ([[0, 0], [1, 2]], [4, 3]),  # rows 2 and 3 empty
+    "one_row": ([[0, 3]], [1, 7]),
+}
+
+
+def lengths(sp):
+    return {
+        str(n): fc_utils.sequence_length_from_sparse_tensor(sp, num_elements=n)
+        for n in (1, 2, 3)
+    }
+
+
+report = {}
+for name, (indices, shape) in cases.items():
+    sp = tf.SparseTensor(
+        tf.constant(indices, tf.int64), tf.ones([len(indices)], tf.int64), tf.constant(shape, tf.int64)
+    )
+    want = tf.function(lengths)(sp)
+    got = tf.function(compilable(lengths), jit_compile=True)(sp)
+    report[name] = {
+        n: [want[n].numpy().tolist(), got[n].numpy().tolist(), want[n].dtype.name, got[n].dtype.name]
+        for n in want
+    }
+with open(sys.argv[1], "w") as f:
+    json.dump(report, f)
+"""
 
 
 def _run(
@@ -130,3 +169,27 @@ def test_sparse_and_sequence_columns_under_xla_over_8_replicas(
     got = _run(harness, tfcur, migrated, tmp_path / "run", env)
     _assert_alike(got, original)
     _assert_same(got, default)
+
+
+@pytest.mark.tf
+def test_sequence_lengths_compile_and_give_tensorflows(
+    harness: ModuleType, tfcur: str, tmp_path: Path
+) -> None:
+    """Rows without entries, inside and at the end of the batch, and `num_elements` > 1."""
+    results = tmp_path / "results.json"
+    proc = subprocess.run(
+        [tfcur, "-c", SEQUENCE_LENGTHS, str(results)],
+        env=harness.tf_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(results.read_text())
+    assert sorted(report) == ["empty_last_rows", "gaps", "one_row"]
+    for name, by_elements in report.items():
+        assert sorted(by_elements) == ["1", "2", "3"]
+        for n, (want, got, want_dtype, got_dtype) in by_elements.items():
+            assert (got, got_dtype) == (want, want_dtype), (name, n)
+    assert report["gaps"]["1"][0] == [5, 0, 1, 2, 0]
