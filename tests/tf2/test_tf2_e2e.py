@@ -63,10 +63,17 @@ STRATEGIES: dict[str, dict[str, str]] = {
     # XLA and 8 replicas together: the closest CPU stand-in for a TPU.
     "xla_mirrored_8_cpus": {"EST2TPU_JIT_COMPILE": "1", "EST2TPU_CPU_REPLICAS": "8"},
 }
-# Projects whose model_fn uses batch normalization: under XLA over several local replicas each
-# replica runs an XLA program of its own, where no collective can run, so its batch statistics
-# are its own batch's (8 examples here), as a TPU core's under TPUEstimator, not the global
-# batch's: the program trains, but not to the one-device numbers.
+# Projects whose model_fn uses batch normalization, under XLA over several local replicas.
+# Everywhere else the facade's batch statistics are the global batch's: synchronized across
+# replicas, in one program on a TPU (TPUStrategy). Here each replica runs an XLA program of
+# its own, and XLA compiles no collective for CPU devices (TensorFlow: "Collectives are not
+# yet implemented for CPU devices when compiling with XLA"), so each replica normalizes with
+# its own batch's moments (8 examples here), as each TPU core does under TPUEstimator.
+# Measured on two_module_trainer (TF 2.15 original: loss 0.1746): XLA over 8 replicas, loss
+# 0.42619; 8 replicas without XLA, their statistics made per replica too, loss 0.42619 (the
+# same to 6 digits): the gap is per-replica statistics over 8 examples, not XLA. So there,
+# accuracies stay within ACCURACY_TOLERANCE and losses and errors within a factor of
+# PER_REPLICA_LOSS_FACTOR of the original's (the loss: 2.44 measured).
 PER_REPLICA_STATISTICS = {("two_module_trainer", "xla_mirrored_8_cpus")}
 # Cases of the matrix not trained: what each would show, two other cases show.
 # - numpy_input under XLA on one device: the numpy input is read on the host, never compiled,
@@ -78,6 +85,7 @@ PER_REPLICA_STATISTICS = {("two_module_trainer", "xla_mirrored_8_cpus")}
 #   to float rounding; the DNN's layers and Adagrad compiled are premade_dnn_classifier's
 #   under XLA over 8 replicas.
 SHOWN_ELSEWHERE = {("numpy_input", "xla"), ("premade_dnn_classifier", "xla")}
+PER_REPLICA_LOSS_FACTOR = 3.0
 ACCURACY_TOLERANCE = 0.03  # absolute (accuracies and AUC)
 LOSS_TOLERANCE = 0.25  # relative
 # Any of these left in migrated code means the Estimator API (or TF1 graph code) survived.
@@ -216,9 +224,17 @@ def test_migrated_project_trains_like_the_original(
     expected = original(name)
     result = run_migrated(name, strategy)
     if (name, strategy) in PER_REPLICA_STATISTICS:
-        assert result.metrics["global_step"] == expected.metrics["global_step"]
         assert sorted(result.metrics) == sorted(expected.metrics)
-        assert all(math.isfinite(v) for v in result.metrics.values()), result.metrics
+        for key, want in expected.metrics.items():
+            got = result.metrics[key]
+            assert math.isfinite(got), (key, got)
+            if key == "global_step":
+                assert got == want
+            elif "accuracy" in key:
+                assert abs(got - want) <= ACCURACY_TOLERANCE, (key, got, want)
+            else:
+                factor = PER_REPLICA_LOSS_FACTOR
+                assert want / factor <= got <= factor * want, (key, got, want)
     else:
         assert_close(result.metrics, expected.metrics)
     assert len(result.predictions) == len(expected.predictions)

@@ -8,7 +8,9 @@ computation on dense tensors: the ids and weights are scattered into a `[rows, i
 grid (missing, invalid or, unless the combiner is "sum", non-positive-weight cells weigh 0),
 the rows are gathered and combined by the combiner, and a row without ids is the embedding of
 `default_id`, or zeros. `sparse_reshape` becomes index arithmetic on the `SparseTensor`'s
-indices, and the optimizer gets an embedding's gradient dense (`compilable_gradients`).
+indices, a sequence column's length (`sequence_length_from_sparse_tensor`, a SegmentMax) an
+unsorted segment maximum over the batch's rows, and the optimizer gets an embedding's
+gradient dense (`compilable_gradients`).
 Outside an XLA program TensorFlow's own functions run, untouched.
 """
 
@@ -68,17 +70,20 @@ def compilable_gradients(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
 
 
 def install() -> None:
-    """Route TensorFlow's `safe_embedding_lookup_sparse`, `embedding_lookup_sparse_v2` and
-    `sparse_reshape` (as the feature columns call them: module attributes) through the
-    dense versions while `xla_tracing` is active; once per process."""
+    """Route TensorFlow's `safe_embedding_lookup_sparse`, `embedding_lookup_sparse_v2`,
+    `sparse_reshape` and `sequence_length_from_sparse_tensor` (as the feature columns call
+    them: module attributes) through the compilable versions while `xla_tracing` is
+    active; once per process."""
     if _INSTALLED:
         return
+    from tensorflow.python.feature_column import utils as fc_utils
     from tensorflow.python.ops import embedding_ops, sparse_ops
 
     originals = {
         "safe_embedding_lookup_sparse": embedding_ops.safe_embedding_lookup_sparse,
         "embedding_lookup_sparse_v2": embedding_ops.embedding_lookup_sparse_v2,
         "sparse_reshape": sparse_ops.sparse_reshape,
+        "sequence_length_from_sparse_tensor": fc_utils.sequence_length_from_sparse_tensor,
     }
 
     def safe_lookup(*args: Any, **kwargs: Any) -> Any:
@@ -96,9 +101,15 @@ def install() -> None:
             return originals["sparse_reshape"](*args, **kwargs)
         return sparse_reshape(*args, **kwargs)
 
+    def length(*args: Any, **kwargs: Any) -> Any:
+        if not _tracing():
+            return originals["sequence_length_from_sparse_tensor"](*args, **kwargs)
+        return sequence_length(*args, **kwargs)
+
     embedding_ops.safe_embedding_lookup_sparse = safe_lookup
     embedding_ops.embedding_lookup_sparse_v2 = lookup_v2
     sparse_ops.sparse_reshape = reshape
+    fc_utils.sequence_length_from_sparse_tensor = length
     _INSTALLED.append(originals)
 
 
@@ -121,6 +132,19 @@ def sparse_reshape(sp_input: Any, shape: Any, name: str | None = None) -> Any:
     linear = tf.reduce_sum(sp_input.indices * _strides(old)[None, :], axis=1, keepdims=True)
     indices = tf.math.floormod(tf.math.floordiv(linear, _strides(new)[None, :]), new[None, :])
     return tf.SparseTensor(indices, sp_input.values, new)
+
+
+def sequence_length(sp_input: Any, num_elements: int = 1) -> Any:
+    """`sequence_length_from_sparse_tensor`: per row of `sp_input`, one past its last
+    column, in groups of `num_elements` (0 for a row without entries), as int64."""
+    import tensorflow as tf
+
+    rows = tf.cast(sp_input.dense_shape[0], tf.int32)
+    last = tf.math.unsorted_segment_max(
+        sp_input.indices[:, 1] + 1, tf.cast(sp_input.indices[:, 0], tf.int32), rows
+    )
+    last = tf.maximum(last, 0)  # a row without entries gets the dtype's lowest value
+    return tf.cast(tf.math.ceil(last / num_elements), tf.int64)
 
 
 def dense_lookup(

@@ -19,7 +19,14 @@ device, cell for cell) - runs as before. Evaluation and prediction are not compi
 
 The width of a column's dense ids is the width its input has (a `[batch, k]` string
 feature, a cross of such features: the product), so a compiled step sees one shape; an
-input of unknown width (a `SparseTensor` feature) is as wide as its batch needs.
+input of unknown width (a `SparseTensor` feature, `tf.io.VarLenFeature`) is as wide as its
+batch needs, and each new width compiles the step anew.
+
+The other `[batch, n]` `SparseTensor` features of integers (`VarLenFeature(tf.int64)` under
+an identity or sequence column) cross into the compiled step the same way, as a dense grid
+(`SPARSE`) the step turns back into the same `SparseTensor`: its indices, values and dense
+shape. A `SparseTensor` itself, whose number of values changes from batch to batch, would
+compile the step anew at every batch.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from typing import Any
 
 # The key a column's ids travel under in the batch (never a user's feature name).
 PREFIX = "est2tpu/host-ids/"
+# The key an integer `SparseTensor` feature travels under, as a dense grid, before its name.
+SPARSE = f"{PREFIX}sparse/"
 # A cell without an id (TensorFlow's lookups give -1 for a value out of the vocabulary,
 # which stays an id, as in the column's own SparseTensor).
 MISSING = -(2**62)
@@ -178,16 +187,54 @@ def _ids(column: Any, features: dict[str, Any]) -> Any:
     return dense
 
 
+def _is_integer_grid(value: Any) -> bool:
+    """An integer `SparseTensor` of rank 2 (what `_gridded` carries)."""
+    import tensorflow as tf
+
+    return (
+        isinstance(value, (tf.SparseTensor, tf.SparseTensorSpec))
+        and value.dtype.is_integer
+        and value.shape.rank == 2
+    )
+
+
+def _gridded(value: Any) -> Any:
+    """An integer `SparseTensor` as a dense int64 grid, `MISSING` where it has no value."""
+    import tensorflow as tf
+
+    return tf.sparse.to_dense(tf.cast(value, tf.int64), default_value=MISSING)
+
+
 def with_ids(element: Any, state: Any) -> Any:
-    """A batch with the recorded columns' ids computed and its string features dropped."""
+    """A batch with the recorded columns' ids computed, its string features dropped and
+    its integer `SparseTensor` features as dense grids."""
     columns = dict(state.host_columns or {})
     features, labels, pair = _split(element)
-    if not columns or not isinstance(features, dict):
+    if not isinstance(features, dict) or not (
+        columns or any(_is_integer_grid(v) for v in features.values())
+    ):
         return element
-    out = {key: value for key, value in features.items() if not _is_string(value)}
+    out = {
+        key: value
+        for key, value in features.items()
+        if not _is_string(value) and not _is_integer_grid(value)
+    }
+    for key, value in features.items():
+        if isinstance(key, str) and _is_integer_grid(value):
+            out[f"{SPARSE}{value.dtype.name}/{key}"] = _gridded(value)
+        elif _is_integer_grid(value):  # a key the batch cannot carry by name: as it is
+            out[key] = value
     for column, index in columns.items():
         out[f"{PREFIX}{index}"] = _ids(column, dict(features))
     return _joined(out, labels, pair)
+
+
+def _carries(spec: Any, state: Any) -> bool:
+    """Whether batches of `spec` (a dataset's element_spec) change under `with_ids`."""
+    features, _, _ = _split(spec)
+    return bool(state.host_columns) or (
+        isinstance(features, dict) and any(_is_integer_grid(v) for v in features.values())
+    )
 
 
 def on_host(dataset: Any, state: Any) -> Any:
@@ -195,7 +242,9 @@ def on_host(dataset: Any, state: Any) -> Any:
     a train step compiled whole (one device, a TPUStrategy), or `dataset` itself when no
     column was recorded. (Over several local replicas each replica's program is compiled
     on its own, and the step computes the ids first, outside it: `_xla.replica_step`.)"""
-    if not state.host_columns or state.replica_programs:
+    if state.host_columns is None or state.replica_programs:
+        return dataset
+    if not _carries(dataset.element_spec, state):
         return dataset
     return dataset.map(
         lambda *element: with_ids(element[0] if len(element) == 1 else element, state)
@@ -224,8 +273,10 @@ def _providing(ids: dict[Any, Any]) -> Iterator[None]:
 
 def reading(fn: Callable[..., Any], state: Any) -> Callable[..., Any]:
     """`fn(element, ...)` (a replica's train step), taking the columns' ids out of the
-    batch: the model_fn sees the features without them, and each column's ids are those
-    the host computed."""
+    batch: the model_fn sees the features without them, each integer `SparseTensor`
+    feature as it was, and each column's ids are those the host computed."""
+
+    import tensorflow as tf
 
     @functools.wraps(fn)
     def step(element: Any, *args: Any, **kwargs: Any) -> Any:
@@ -235,16 +286,19 @@ def reading(fn: Callable[..., Any], state: Any) -> Callable[..., Any]:
         ):
             return fn(element, *args, **kwargs)
         by_index = {index: column for column, index in (state.host_columns or {}).items()}
-        ids = {
-            by_index[int(key[len(PREFIX) :])]: _sparse(value)
-            for key, value in features.items()
-            if isinstance(key, str) and key.startswith(PREFIX)
-        }
-        rest = {
-            key: value
-            for key, value in features.items()
-            if not (isinstance(key, str) and key.startswith(PREFIX))
-        }
+        ids = {}
+        rest = {}
+        for key, value in features.items():
+            if not (isinstance(key, str) and key.startswith(PREFIX)):
+                rest[key] = value
+            elif key.startswith(SPARSE):
+                dtype, name = key[len(SPARSE) :].split("/", 1)
+                grid = _sparse(value)
+                rest[name] = tf.SparseTensor(
+                    grid.indices, tf.cast(grid.values, dtype), grid.dense_shape
+                )
+            else:
+                ids[by_index[int(key[len(PREFIX) :])]] = _sparse(value)
         with _providing(ids):
             return fn(_joined(rest, labels, pair), *args, **kwargs)
 

@@ -114,9 +114,12 @@ def batch_normalization(
     """`tf.compat.v1.layers.batch_normalization`.
 
     Batch statistics are taken over the *global* batch (synchronized across replicas), so
-    N replicas compute what one device computed on the whole batch, except where each
-    replica runs an XLA program of its own (XLA over several replicas): there, as on a TPU
-    core under TPUEstimator, a replica's statistics are its own batch's. The moving averages
+    N replicas compute what one device computed on the whole batch (on a TPU too: its
+    replicas are one program), except where each replica runs an XLA program of its own (XLA
+    over several local replicas), in which XLA compiles no collective for CPU devices: there,
+    as on a TPU core under TPUEstimator, a replica's statistics are its own batch's (over
+    8 CPU replicas, the numbers of 8 replicas whose statistics are their own, to 6 digits;
+    see `tests/tf2/test_tf2_e2e.py`). The moving averages
     update when the layer runs with `training=True` (TF1's UPDATE_OPS, applied for you).
     """
     if renorm or virtual_batch_size is not None or adjustment is not None:
