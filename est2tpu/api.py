@@ -135,7 +135,7 @@ def migrate_paths(
     # the workers scan (on its own after the scan, it left a core idle for 0.4 s).
     scans = iter(
         runner.pmap(
-            runner.scan_one,
+            runner.scan_sent,
             state,
             tasks,
             jobs,
@@ -153,7 +153,7 @@ def migrate_paths(
         elif item in known:
             ordered.append(known[item])
         else:
-            scan = next(scans)
+            scan = runner.scan_received(item, next(scans))
             ordered.append(scan)
             if cache is not None and _unmatched(scan):
                 contents[item] = _contents_digest(item)

@@ -438,6 +438,17 @@ def _is_venv(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
+def _is_file(name: str, entries: dict[str, os.DirEntry[str]]) -> bool:
+    """`os.path.isfile` of a directory's entry `name`, from its `scandir` entries."""
+    entry = entries.get(name)
+    if entry is None:
+        return False
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
 @dataclass
 class _Walk:
     """State of one walk under one root given on the command line.
@@ -482,19 +493,31 @@ class _Walk:
     def _walk_one(
         self, directory: str, rel_dir: str, patterns: list[IgnorePattern]
     ) -> list[tuple[str, str, list[IgnorePattern]]]:
-        """Walk one directory's entries; return its subdirectories to walk."""
-        own = os.path.join(directory, ".gitignore")
-        if os.path.isfile(own):
-            patterns = patterns + _read_ignore_file(Path(own), Path(directory))
-        self.walked[directory] = patterns
+        """Walk one directory's entries; return its subdirectories to walk. A subdirectory
+        that is a virtual environment (it holds a `pyvenv.cfg`) is not walked. Its own
+        `.gitignore` and `pyvenv.cfg` are looked for among its entries: no `stat` per
+        directory (a big tree has thousands without Python)."""
         subdirs: list[tuple[str, str, list[IgnorePattern]]] = []
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
+            if rel_dir and _is_venv(directory):
+                return subdirs
+            own = os.path.join(directory, ".gitignore")
+            if os.path.isfile(own):
+                patterns = patterns + _read_ignore_file(Path(own), Path(directory))
+            self.walked[directory] = patterns
             reason = f"cannot read directory: {exc.strerror or exc}"
             self.add(rel_dir, (self.spelled(rel_dir), reason), None)
             return subdirs
+        named = {entry.name: entry for entry in entries if entry.name[0] in ".p"}
+        if rel_dir and _is_file("pyvenv.cfg", named):
+            return subdirs
+        if _is_file(".gitignore", named):
+            own = os.path.join(directory, ".gitignore")
+            patterns = patterns + _read_ignore_file(Path(own), Path(directory))
+        self.walked[directory] = patterns
         for entry in entries:
             try:
                 is_link = entry.is_symlink()
@@ -510,7 +533,7 @@ class _Walk:
             path = os.path.join(directory, entry.name)
             rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
             if is_dir:
-                if entry.name in DEFAULT_EXCLUDED_DIRS or _is_venv(path):
+                if entry.name in DEFAULT_EXCLUDED_DIRS:
                     continue
                 if _is_ignored(path, True, patterns) or self.excluded(path, True):
                     continue

@@ -27,6 +27,7 @@ from est2tpu.names import ImportTable, canonical_tf, spelled_in_code
 from est2tpu.notebook import MAGIC_CELL_ID, Notebook, cell_of
 from est2tpu.project.build import Indexer
 from est2tpu.project.facts import nearest_claim
+from est2tpu.registry import rule_classes
 from est2tpu.rule import FileState, Rule
 from est2tpu.runner import (
     Candidate,
@@ -36,6 +37,7 @@ from est2tpu.runner import (
     guarded,
     pmap,
 )
+from est2tpu.scan import known_code, remember_code
 from est2tpu.tfapi import USE_NAMES
 
 
@@ -231,8 +233,14 @@ def _needed(state: RunState, cid: int, forked: bool = False) -> bool:
     )
 
 
-def _needed_forked(state: RunState, cid: int) -> bool:
-    return _needed(state, cid, forked=True)
+def _needed_forked(state: RunState, cid: int) -> tuple[bool, str | None]:
+    """`_needed` in a worker, with the file's code when the worker tokenized its whole text
+    (`scan.code_only`), for the parent to keep: None when it did not, or when the same
+    text came just before (the parent has it from that one)."""
+    source = state.cands[cid].source
+    fresh = known_code(source) is None
+    needed = _needed(state, cid, forked=True)
+    return needed, known_code(source) if fresh else None
 
 
 # Below this many candidates `_needed` runs in the parent (forking costs more than it saves).
@@ -296,8 +304,15 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
     # (`scan.code_only`) serves them all, as it does in one process.
     if jobs > 1 and len(cands) >= _MIN_NEEDED_TASKS:
         ids = sorted(range(len(cands)), key=lambda cid: cands[cid].digest or cands[cid].source)
-        wanted = pmap(_needed_forked, state, ids, jobs, min_tasks=_MIN_NEEDED_TASKS)
-        needed = sorted(cid for cid, want in zip(ids, wanted, strict=True) if want)
+        wanted = pmap(
+            _needed_forked, state, ids, jobs, min_tasks=_MIN_NEEDED_TASKS, meanwhile=rule_classes
+        )
+        needed = sorted(cid for cid, (want, _) in zip(ids, wanted, strict=True) if want)
+        # The rules' `applies` ask the same text's code in the workers that finish the run,
+        # forked from here: what these workers tokenized is not tokenized again there.
+        for cid, (_, code) in zip(ids, wanted, strict=True):
+            if code is not None:
+                remember_code(cands[cid].source, code)
     else:
         needed = [cid for cid in range(len(cands)) if _needed(state, cid)]
     for done, cid in enumerate(needed):
@@ -306,6 +321,8 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
         load(cid)
     if progress is not None:
         progress("indexing", len(needed), len(needed))
+    # The rules, imported here once rather than in each worker that finishes the run.
+    rule_classes()
     try:
         return indexer.build()
     except Exception as exc:  # noqa: BLE001 - reported on every file, the run goes on

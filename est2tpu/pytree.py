@@ -83,19 +83,22 @@ def read(text: str, max_depth: int) -> PyTree | None:
     return found
 
 
-# The fields of each node type that may hold nodes (`ast.iter_child_nodes` looks at all).
+# The fields of each node type that may hold nodes (`ast.iter_child_nodes` looks at all),
+# but `ctx`: a `Load`, `Store` or `Del` leaf under every name, attribute, subscript, starred,
+# list and tuple (a third of a tree's nodes), which no rule asks for. Only its depth counts.
 _FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+_HAS_CTX: dict[type[ast.AST], bool] = {}
 
 
 def _walk(found: PyTree, max_depth: int, fstrings: bool) -> bool:
-    """Fill `found.by_type` and `found.in_fstrings`; False when the tree nests deeper than
-    `max_depth` (the module at depth 1, each child one deeper, as `ast.iter_child_nodes`
-    gives children: `Load` and `Store` contexts too)."""
+    """Fill `found.by_type` (expression contexts left out) and `found.in_fstrings`; False
+    when the tree nests deeper than `max_depth` (the module at depth 1, each child one
+    deeper, as `ast.iter_child_nodes` gives children: `Load` and `Store` contexts too)."""
     by_type = found.by_type
     inside = found.in_fstrings
     stack: list[tuple[ast.AST, int, bool]] = [(found.tree, 1, False)]
     pop, push = stack.pop, stack.append
-    fields_of = _FIELDS
+    fields_of, has_ctx = _FIELDS, _HAS_CTX
     while stack:
         node, depth, in_f = pop()
         if depth > max_depth:
@@ -111,8 +114,11 @@ def _walk(found: PyTree, max_depth: int, fstrings: bool) -> bool:
             in_f = True
         names = fields_of.get(kind)
         if names is None:
-            names = fields_of[kind] = kind._fields
+            names = fields_of[kind] = tuple(name for name in kind._fields if name != "ctx")
+            has_ctx[kind] = "ctx" in kind._fields
         depth += 1
+        if depth > max_depth and has_ctx[kind]:
+            return False  # its context, a leaf one deeper
         for name in names:
             value = getattr(node, name, None)
             if isinstance(value, ast.AST):

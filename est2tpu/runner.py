@@ -134,10 +134,10 @@ R = TypeVar("R")
 _FORKED: tuple[Callable[[Any, Any], Any], Any] | None = None
 
 
-def _call_forked(item: object) -> object:
-    assert _FORKED is not None
+def _call_forked_on(at: int) -> object:
+    assert _FORKED is not None and _ITEMS is not None
     fn, state = _FORKED
-    return fn(state, item)
+    return fn(state, _ITEMS[at])
 
 
 def _call_forked_at(at: int) -> tuple[int, object]:
@@ -146,7 +146,8 @@ def _call_forked_at(at: int) -> tuple[int, object]:
     return at, fn(state, _ITEMS[at])
 
 
-# The items of the pool running (`pmap`): in cost order the workers get their indices only.
+# The items of the pool running (`pmap`): forked with them, the workers get their indices
+# only (a path sent to a worker is rebuilt there from its parts).
 _ITEMS: Sequence[Any] | None = None
 
 
@@ -214,7 +215,7 @@ def _in_order(
     chunk = max(1, min(32, len(items) // (n * 8)))
     out: list[Any] = []
     with _pool(n) as pool:
-        results = pool.imap(_call_forked, items, chunksize=chunk)
+        results = pool.imap(_call_forked_on, range(len(items)), chunksize=chunk)
         if meanwhile is not None:
             meanwhile()
         for result in results:
@@ -285,6 +286,18 @@ def scan_one(state: RunState, path: Path) -> FileResult | Candidate:
     found: list[Candidate] = []
     guarded(result, lambda: found.extend(_scan(state, path, result)))
     return found[0] if found else result
+
+
+def scan_sent(state: RunState, path: Path) -> FileResult | Candidate | None:
+    """`scan_one` as a worker sends it back: None for a file the byte pre-filter skipped
+    (most files of a big tree), which the parent rebuilds with `scan_received`."""
+    scan = scan_one(state, path)
+    return None if scan == FileResult(path, Status.SKIPPED) else scan
+
+
+def scan_received(path: Path, scan: FileResult | Candidate | None) -> FileResult | Candidate:
+    """What `scan_sent` sent for `path`, as `scan_one` gave it."""
+    return FileResult(path, Status.SKIPPED) if scan is None else scan
 
 
 def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:

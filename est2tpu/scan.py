@@ -7,7 +7,6 @@ import io
 import re
 import tokenize
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
 from pathlib import PurePath
 
 from est2tpu.ftypes import Target
@@ -157,6 +156,9 @@ def may_spell(text: str, spellings: Iterable[str], after: str = "") -> bool:
     `after`, stepping over those. A comment can be stepped over forwards (code's `#` starts
     one) but not backwards: a line end whose line holds a `#` ends the test with True.
     """
+    code = _CODE.get(text)
+    if code is not None:  # the exact answer is at hand (never false where code_only's is true)
+        return any(spelling + after in code for spelling in spellings)
     by_last: dict[str, list[list[str]]] = {}
     for spelling in spellings:
         parts = spelling.split(".")
@@ -213,10 +215,26 @@ _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, to
 _F_PREFIX = re.compile(r"[rRbBuU]?[fF]|[fF][rR]")
 
 
-# The same texts are asked about in the index's "uses an Estimator" test (before the
-# workers fork, so they inherit the answers) and again by the rules' `applies` in each
-# worker: a cache as big as the files a run tokenizes keeps it to once per text.
-@lru_cache(maxsize=1024)
+# The same texts are asked about in the index's "uses an Estimator" test and again by the
+# rules' `applies`: a memo as big as the files a run tokenizes keeps it to once per text.
+# The index's test runs in worker processes on large runs; what they tokenized comes back
+# to the parent (`remember_code`) before the next workers fork, so that those inherit it.
+_CODE: dict[str, str] = {}
+_CODE_SIZE = 1024
+
+
+def known_code(text: str) -> str | None:
+    """`code_only(text)` when this process has it already (computed or remembered)."""
+    return _CODE.get(text)
+
+
+def remember_code(text: str, code: str) -> None:
+    """Keep `code` as `code_only(text)` (computed by another process of the run)."""
+    if len(_CODE) >= _CODE_SIZE:
+        del _CODE[next(iter(_CODE))]  # the oldest
+    _CODE[text] = code
+
+
 def code_only(text: str) -> str:
     """The text's code without comments and string literals, tokens joined so that a
     dotted name or a call reads as in the usual spelling (`tf.estimator.Estimator(`).
@@ -226,6 +244,14 @@ def code_only(text: str) -> str:
     names in their fields are code). Text the tokenizer cannot read is returned as it is,
     so a test on the result never misses a use the text shows.
     """
+    code = _CODE.get(text)
+    if code is None:
+        code = _code_only(text)
+        remember_code(text, code)
+    return code
+
+
+def _code_only(text: str) -> str:
     out: list[str] = []
     last_word = False
     try:

@@ -59,6 +59,20 @@ def test_any_directory_with_pyvenv_cfg_is_skipped(tmp_path: Path) -> None:
     assert found([tmp_path], tmp_path) == ["keep.py"]
 
 
+def test_a_virtual_environment_named_itself_is_walked_but_not_those_below(
+    tmp_path: Path,
+) -> None:
+    """`pyvenv.cfg` is looked for among a walked directory's entries: the directory named on
+    the command line is walked whatever it holds; a `pyvenv.cfg` that is a link to a file
+    counts, one that is a directory does not."""
+    make(tmp_path, "env/tool.py", "env/inner/lib/mod.py", "env/linked/lib/m.py", "env/dir/m.py")
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr\n")
+    (tmp_path / "env" / "inner" / "pyvenv.cfg").write_text("home = /usr\n")
+    (tmp_path / "env" / "linked" / "pyvenv.cfg").symlink_to(tmp_path / "env" / "pyvenv.cfg")
+    (tmp_path / "env" / "dir" / "pyvenv.cfg").mkdir()
+    assert found([tmp_path / "env"], tmp_path) == ["env/dir/m.py", "env/tool.py"]
+
+
 def test_explicit_path_is_always_yielded(tmp_path: Path) -> None:
     make(tmp_path, "build/gen.py", "venv/x.py", "notes.txt")
     (tmp_path / ".gitignore").write_text("gen.py\n")

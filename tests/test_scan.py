@@ -9,7 +9,7 @@ import pytest
 
 from est2tpu.cstutil import walk
 from est2tpu.names import ImportTable, dotted
-from est2tpu.scan import code_only, may_spell
+from est2tpu.scan import code_only, known_code, may_spell, remember_code
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -97,3 +97,57 @@ def test_every_dotted_name_and_call_of_real_code_survives(path: Path) -> None:
     # the raw-text gate before the tokenizer lets every one of them through
     calls = [(c[:-1], "(") if c.endswith("(") else (c, "") for c in chains]
     assert [c for c, after in calls if not may_spell(text, [c], after)] == []
+
+
+def _tokenized_elsewhere(text: str) -> str:
+    return code_only(text)
+
+
+def test_code_a_worker_tokenized_answers_may_spell_exactly() -> None:
+    """The index's workers send back the code they tokenized (`remember_code`); the raw
+    text's gate then answers from it: no where the spelling is only in a docstring."""
+    import multiprocessing
+
+    text = (
+        "import tensorflow as tf\n"
+        'def g():\n    """Build tf.estimator.Estimator(model_fn) here."""\n'
+        "    return tf.estimator.RunConfig()\n"
+    )
+    assert known_code(text) is None
+    assert may_spell(text, ["tf.estimator.Estimator"], "(")  # the raw gate cannot tell
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        code = pool.apply(_tokenized_elsewhere, (text,))
+    assert known_code(text) is None  # tokenized in the worker only
+    remember_code(text, code)
+    assert known_code(text) == code
+    assert not may_spell(text, ["tf.estimator.Estimator"], "(")
+    assert may_spell(text, ["tf.estimator.RunConfig"], "(")
+    assert "tf.estimator.RunConfig(" in code_only(text)
+
+
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("skipped.py", b"import os\nprint(os.sep)\n"),
+        ("candidate.py", b"import tensorflow as tf\nest = tf.estimator.Estimator(model_fn=f)\n"),
+        (
+            "skip_file.py",
+            b"# est2tpu: skip-file\nimport tensorflow as tf\ntf.estimator.RunConfig()\n",
+        ),
+        ("wide.py", "x = 'tf.estimator'\n".encode("utf-16")),
+    ],
+)
+def test_a_scan_comes_back_from_a_worker_as_it_was_made(
+    tmp_path: Path, name: str, data: bytes
+) -> None:
+    """What a scanning worker sends (None for a file the pre-filter skipped) is rebuilt in
+    the parent into the very result the scan made."""
+    from est2tpu import runner
+    from est2tpu.ftypes import Target
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    state = runner.RunState([tmp_path], runner.Settings(Target.TPU_ESTIMATOR, None, (), True))
+    sent = runner.scan_sent(state, path)
+    assert (sent is None) == (name == "skipped.py")
+    assert runner.scan_received(path, sent) == runner.scan_one(state, path)
