@@ -440,7 +440,7 @@ class EstimatorFacade(Rule):
         """A call to a hook the facade has, or a name every assignment in the module of
         which is one."""
         if isinstance(value, cst.Call):
-            return self.tf_name(value.func) in FACADE_HOOKS
+            return self._facade_hook_class(value.func)
         if not isinstance(value, cst.Name):
             return False
         if self._hook_names is None:
@@ -455,13 +455,21 @@ class EstimatorFacade(Rule):
                     is_hook = (
                         isinstance(node, cst.Assign)
                         and isinstance(node.value, cst.Call)
-                        and self.tf_name(node.value.func) in FACADE_HOOKS
+                        and self._facade_hook_class(node.value.func)
                     )
                     for target in targets:
                         if isinstance(target, cst.Name):
                             name = target.value
                             self._hook_names[name] = self._hook_names.get(name, True) and is_hook
         return self._hook_names.get(value.value, False)
+
+    def _facade_hook_class(self, func: cst.BaseExpression) -> bool:
+        """A TensorFlow hook the facade has, or the facade's own (this rule's output, read
+        again by the next pass)."""
+        if self.tf_name(func) in FACADE_HOOKS:
+            return True
+        qualified = self.state.imports.qualify(func) or ""
+        return qualified.startswith(f"{FACADE_MODULE}.hooks.")
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
