@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from est2tpu.batching import get_next_of_one_shot
 from est2tpu.cstutil import iter_calls
 from est2tpu.rule import Rule
 from est2tpu.rules._one_shot_tails import (
@@ -110,3 +111,17 @@ def _return_dataset(
     new_return = ret.with_changes(value=dataset)
     body.append(last.with_changes(body=[new_return], leading_lines=leading))
     return fn.with_changes(body=fn.body.with_changes(body=body))
+
+
+def lambda_dataset(rule: Rule, lam: cst.Lambda) -> cst.Lambda:
+    """`lambda: <one-shot iterator over E>.get_next()` -> `lambda: E`: a lambda of no
+    parameters that defers exactly that is an input function (nothing else needs a one-shot
+    iterator's tensors made later, in the Estimator's graph)."""
+    params = lam.params
+    if params.params or params.kwonly_params or isinstance(params.star_arg, cst.Param):
+        return lam
+    dataset = get_next_of_one_shot(lam.body, rule.tf_name)
+    if dataset is None:
+        return lam
+    rule.record(lam, "input_fn lambda returns its dataset, not iterator tensors")
+    return lam.with_changes(body=dataset)

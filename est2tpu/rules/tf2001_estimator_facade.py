@@ -14,7 +14,7 @@ from est2tpu.index import node_code
 from est2tpu.names import canonical_tf
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import FACADE_MODULE, drop_estimator_import, facade
-from est2tpu.rules._tf2001_input_fns import refusals, returns_dataset
+from est2tpu.rules._tf2001_input_fns import lambda_dataset, refusals, returns_dataset
 from est2tpu.rules._tf2001_names import (
     CONTRIB_RUN_CONFIG_ARGS,
     CONTRIB_STRATEGIES,
@@ -208,6 +208,9 @@ class EstimatorFacade(Rule):
         if self.whole or self.input_fn_plan() is None:
             return updated_node
         return returns_dataset(self, original_node, updated_node)
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        return updated_node if self.whole else lambda_dataset(self, updated_node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.inner.add(id(node.value))
