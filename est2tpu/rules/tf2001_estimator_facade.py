@@ -14,6 +14,7 @@ from est2tpu.index import node_code
 from est2tpu.names import canonical_tf
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import FACADE_MODULE, drop_estimator_import, facade
+from est2tpu.rules._tf2001_input_fns import lambda_dataset, refusals, returns_dataset
 from est2tpu.rules._tf2001_names import (
     CONTRIB_RUN_CONFIG_ARGS,
     CONTRIB_STRATEGIES,
@@ -70,8 +71,8 @@ class EstimatorFacade(Rule):
     def applies(cls, state: FileState) -> bool:
         """The file names the Estimator API in its code, imports a name from it, or calls
         train/evaluate/predict on an Estimator the index saw."""
-        if any(path == state.path for path, _, _ in state.index.use_sites):
-            return True
+        if Rule.file_has_input_fn(state):
+            return True  # its input functions return datasets (see `leave_FunctionDef`)
         for target in state.imports.bindings.values():
             if private_name(target) is not None:
                 return True
@@ -101,6 +102,9 @@ class EstimatorFacade(Rule):
         self.distribute: dict[int, list[cst.Arg]] = {}
         # TF1 GradientDescentOptimizer calls a Keras model is compiled with (by id)
         self.keras_sgd: set[int] = set()
+        # an input function hands out iterator tensors no rewrite proves: the module's
+        # Estimator names stay, and TF2004 keeps the file whole
+        self.whole = False
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also for the private Estimator names the facade has."""
@@ -108,6 +112,9 @@ class EstimatorFacade(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
+        for call, message in refusals(self, node):
+            self.whole = True
+            self.refuse(call, message)
         self._plan_keras_optimizers(node)
         if self.state.runs(PREMADE_RULE):
             self.premades = PremadeFacadeBase(self.context, self.state)
@@ -192,6 +199,18 @@ class EstimatorFacade(Rule):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        """An input function the project uses returns its dataset, not a one-shot
+        iterator's tensors (`_tf2001_input_fns`)."""
+        if self.whole or self.input_fn_plan() is None:
+            return updated_node
+        return returns_dataset(self, original_node, updated_node)
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        return updated_node if self.whole else lambda_dataset(self, updated_node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.inner.add(id(node.value))
@@ -424,7 +443,7 @@ class EstimatorFacade(Rule):
         """A call to a hook the facade has, or a name every assignment in the module of
         which is one."""
         if isinstance(value, cst.Call):
-            return self.tf_name(value.func) in FACADE_HOOKS
+            return self._facade_hook_class(value.func)
         if not isinstance(value, cst.Name):
             return False
         if self._hook_names is None:
@@ -439,13 +458,21 @@ class EstimatorFacade(Rule):
                     is_hook = (
                         isinstance(node, cst.Assign)
                         and isinstance(node.value, cst.Call)
-                        and self.tf_name(node.value.func) in FACADE_HOOKS
+                        and self._facade_hook_class(node.value.func)
                     )
                     for target in targets:
                         if isinstance(target, cst.Name):
                             name = target.value
                             self._hook_names[name] = self._hook_names.get(name, True) and is_hook
         return self._hook_names.get(value.value, False)
+
+    def _facade_hook_class(self, func: cst.BaseExpression) -> bool:
+        """A TensorFlow hook the facade has, or the facade's own (this rule's output, read
+        again by the next pass)."""
+        if self.tf_name(func) in FACADE_HOOKS:
+            return True
+        qualified = self.state.imports.qualify(func) or ""
+        return qualified.startswith(f"{FACADE_MODULE}.hooks.")
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
@@ -458,7 +485,7 @@ class EstimatorFacade(Rule):
     def _rewrite(
         self, original: cst.Name | cst.Attribute, updated: cst.BaseExpression
     ) -> cst.BaseExpression:
-        if id(original) in self.keep or id(original) in self.attrs:
+        if self.whole or id(original) in self.keep or id(original) in self.attrs:
             return updated
         qualified = self.state.imports.qualify(original)
         canonical = self.tf_name(original)

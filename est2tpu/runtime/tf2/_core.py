@@ -369,3 +369,42 @@ def tf_function(fn: _F) -> _F:
     import tensorflow as tf
 
     return cast(_F, tf.function(fn))
+
+
+ITERATOR_TENSORS = (
+    "the input function returned tensors from a tf.data iterator it made: TF1's Estimator "
+    "pulled a new batch from that iterator at each step, while here they are its first batch "
+    "only; return the tf.data.Dataset itself (mapped as needed) instead"
+)
+
+
+def input_dataset(input_fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
+    """What the facade iterates for an input function: the tf.data.Dataset it returns, or the
+    (features, labels) tensors it builds, one batch repeated (TF1 fed them at every step).
+
+    `arguments` are what the Estimator may pass (`params`, `mode`, `config`): the input
+    function gets those it names. Tensors from an iterator the input function made are
+    refused (ValueError): they would be one batch where TF1 gave a new one at each step."""
+    import inspect
+
+    import tensorflow as tf
+    from tensorflow.python.data.ops import iterator_ops
+
+    names = inspect.signature(input_fn).parameters
+    made: list[object] = []
+    init = iterator_ops.OwnedIterator.__init__
+
+    def counted(self: object, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        init(self, *args, **kwargs)
+
+    iterator_ops.OwnedIterator.__init__ = counted
+    try:
+        result = input_fn(**{k: v for k, v in arguments.items() if k in names})
+    finally:
+        iterator_ops.OwnedIterator.__init__ = init
+    if isinstance(result, tf.data.Dataset):
+        return result
+    if made:
+        raise ValueError(ITERATOR_TENSORS)
+    return tf.data.Dataset.from_tensors(result).repeat()

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from est2tpu.runtime.tf2 import _core, _dense_lookup, _distribute, _host_columns, _strategy, _xla
-from est2tpu.runtime.tf2._core import ModeKeys, State, current, invoke, tf_function
+from est2tpu.runtime.tf2._core import ModeKeys, State, current, input_dataset, invoke, tf_function
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._distribute import batch_size
 from est2tpu.runtime.tf2.hooks import StepCounter, hook_tensors
@@ -141,21 +141,9 @@ class Estimator:
         return params
 
     def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
-        import tensorflow as tf
-
-        names = inspect.signature(input_fn).parameters
-        kwargs: dict[str, Any] = {}
-        if "params" in names:
-            kwargs["params"] = self._params
-        if "mode" in names:
-            kwargs["mode"] = mode
-        if "config" in names:
-            kwargs["config"] = self._config
-        result = input_fn(**kwargs)
-        if not isinstance(result, tf.data.Dataset):
-            # (features, labels) tensors: one batch, repeated, as TF1 fed them every step.
-            result = tf.data.Dataset.from_tensors(result).repeat()
-        return result
+        return input_dataset(
+            input_fn, {"params": self._params, "mode": mode, "config": self._config}
+        )
 
     @staticmethod
     def _split(element: Any) -> tuple[Any, Any]:

@@ -22,7 +22,6 @@ programs were written for.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import tempfile
@@ -30,7 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from est2tpu.runtime.tf2 import _strategy
-from est2tpu.runtime.tf2._core import ModeKeys
+from est2tpu.runtime.tf2._core import ModeKeys, input_dataset
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._keras import keras
 from est2tpu.runtime.tf2.exporter import _serving_receiver
@@ -173,21 +172,7 @@ class KerasEstimator:
         return int(self._optimizer.iterations.numpy())
 
     def _dataset(self, input_fn: Callable[..., Any], mode: str) -> Any:
-        import tensorflow as tf
-
-        names = inspect.signature(input_fn).parameters
-        kwargs: dict[str, Any] = {}
-        if "params" in names:
-            kwargs["params"] = {}
-        if "mode" in names:
-            kwargs["mode"] = mode
-        if "config" in names:
-            kwargs["config"] = self._config
-        result = input_fn(**kwargs)
-        if not isinstance(result, tf.data.Dataset):
-            # (features, labels) tensors: one batch, repeated, as TF1 fed them every step.
-            result = tf.data.Dataset.from_tensors(result).repeat()
-        return result
+        return input_dataset(input_fn, {"params": {}, "mode": mode, "config": self._config})
 
     def _save(self) -> None:
         self._manager.save(checkpoint_number=self.global_step)

@@ -172,8 +172,13 @@ class LoggingTensorHook(FacadeHook):
             self.tag_order = sorted(tensors)
             self.tensors = dict(tensors)
         else:
-            self.tag_order = list(tensors)
-            self.tensors = {item: item for item in tensors}
+            # A list of names or tensors: TF1 tagged each by itself; a tensor (unhashable
+            # here, and named anew at each trace) is tagged by its place in the list.
+            tags = [
+                item if isinstance(item, str) else f"tensor_{i}" for i, item in enumerate(tensors)
+            ]
+            self.tag_order = tags
+            self.tensors = dict(zip(tags, tensors))
         self._every_n_iter = every_n_iter
         self._every_n_secs = every_n_secs
         self._only_at_end = only_log_at_end

@@ -12,17 +12,22 @@ from est2tpu.runtime.tf2._keras import keras
 # The construction site of a class-form layer being called (see `_ClassForm`): its layer is
 # keyed by where it was created, not by where it is called.
 _site: list[Any] = []
+# The layer that construction site's call made or found (see `_ClassForm.__getattr__`).
+_made: list[Any] = []
 
 
 def _layer(kind: str, name: str | None, make: Callable[[str], Any], depth: int = 2) -> Any:
     """The layer of this call site (`depth` frames up is the user's code)."""
     inv = current(f"tf2.layers.{kind}")
+    class_form = bool(_site)
     # A named layer is TF1's variable `<variable scope>/<name>`: the same name in another
     # `tf.compat.v1.variable_scope` is another layer, in the same one (reuse) this one.
     key: Any = ("name", _scoped(name)) if name else _site.pop() if _site else inv.site_key(depth)
     state = inv.state
     layer = stored("layer", lambda: make(name or state.unique_name(kind)), key, state.layers)
     inv.used_layers.append(layer)
+    if class_form:
+        _made.append(layer)
     return layer
 
 
@@ -367,14 +372,27 @@ class _ClassForm:
         self._args = args
         self._kwargs = kwargs
         self._key = current(f"tf2.layers.{type(self).__name__}").site_key(1)
+        self._layer: Any = None
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         # `training=` (Dropout, BatchNormalization) is a call argument in the class form.
         _site.append(self._key)
+        _made.clear()
         try:
             return type(self)._function(inputs, *self._args, *args, **{**self._kwargs, **kwargs})
         finally:
             _site.clear()
+            self._layer = _made[-1] if _made else self._layer
+            _made.clear()
+
+    def __getattr__(self, name: str) -> Any:
+        """`dense.weights`, `dense.kernel`, `dense.trainable_variables`, ...: those of its
+        Keras layer, once a call has made it (a TF1 layer object makes its variables at its
+        first call too)."""
+        layer = self.__dict__.get("_layer")
+        if layer is None or name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__!r} has no {name!r} before its first call")
+        return getattr(layer, name)
 
 
 def _class_form(name: str, function: Callable[..., Any]) -> type[_ClassForm]:

@@ -47,7 +47,19 @@ def _check_spec(spec: Any, mode: str) -> EstimatorSpec:
             raise NotImplementedError(
                 f"est2tpu tf2 facade: EstimatorSpec({hook_field}=...) is not supported"
             )
-    return spec
+    return spec._replace(loss=_scalar_loss(spec.loss))
+
+
+def _scalar_loss(loss: Any) -> Any:
+    """TF1's EstimatorSpec check: a loss of one element (shape [1], or unknown) is reshaped
+    to a scalar; a loss of several elements is refused."""
+    import tensorflow as tf
+
+    if loss is None or not tf.is_tensor(loss) or loss.shape.rank == 0:
+        return loss
+    if loss.shape.num_elements() not in (None, 1):
+        raise ValueError(f"Loss must be scalar, given: {loss}")
+    return tf.reshape(loss, [])
 
 
 def _with_metrics(
