@@ -10,6 +10,7 @@ import sys
 
 import libcst as cst
 
+from est2tpu import cstpieces
 from est2tpu.ftypes import MigrationError
 from est2tpu.index import node_code
 
@@ -31,10 +32,10 @@ def parse(text: str) -> cst.Module:
     changed tree's code is used (`check_round_trip`): generating the code of every parsed
     module up front cost as much as a rule's pass.
     """
-    _check_nesting(text)
+    tree = _check_nesting(text)
     _check_form_feeds(text)
     try:
-        return cst.parse_module(text)
+        return cstpieces.parse(text, tree)
     except cst.ParserSyntaxError as exc:
         raise MigrationError(f"cannot parse: {_syntax_reason(text, exc)}") from None
     except RecursionError:
@@ -81,8 +82,9 @@ def _check_form_feeds(text: str) -> None:
         )
 
 
-def _check_nesting(text: str) -> None:
-    """Refuse code nested deeper than MAX_NESTING before LibCST spends time on it.
+def _check_nesting(text: str) -> ast.Module | None:
+    """Refuse code nested deeper than MAX_NESTING before LibCST spends time on it; Python's
+    tree of the text, None when Python cannot parse it.
 
     Python's own parser is fast and iterative here; text it rejects is left to LibCST,
     which may still accept it (newer syntax than the running Python knows).
@@ -99,9 +101,9 @@ def _check_nesting(text: str) -> None:
             raise MigrationError(
                 f"cannot parse: too many nested parentheses at line {exc.lineno}"
             ) from None
-        return
+        return None
     except (ValueError, MemoryError):
-        return
+        return None
     deepest, depth = _deepest(tree, MAX_NESTING)
     if depth > MAX_NESTING:
         line = getattr(deepest, "lineno", None)
@@ -109,6 +111,8 @@ def _check_nesting(text: str) -> None:
         raise MigrationError(
             f"cannot parse: code nested more than {MAX_NESTING} levels deep{where}"
         )
+    assert isinstance(tree, ast.Module)
+    return tree
 
 
 def _deepest(tree: ast.AST, limit: int) -> tuple[ast.AST, int]:

@@ -67,6 +67,14 @@ def child_fields(cls: type) -> tuple[str, ...] | None:
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """`node.visit(visitor)` for a read-only visitor, without rebuilding the tree."""
+    hooks = _hooks(visitor)
+    if hooks is None:
+        _walk(node, visitor)
+    else:
+        _walk_hooked(node, visitor, hooks)
+
+
+def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     fields = child_fields(type(node))
     if fields is None:
         node.visit(visitor)
@@ -75,12 +83,105 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         for name in fields:
             value = getattr(node, name)
             if IS_NODE[type(value)]:
-                walk(value, visitor)
+                _walk(value, visitor)
             elif isinstance(value, (tuple, list)):
                 for item in value:
                     if IS_NODE[type(item)]:
-                        walk(item, visitor)
+                        _walk(item, visitor)
     visitor.on_leave(node)
+
+
+# The trivia of a tree (whitespace, comments, operators, brackets: nodes whose children are
+# only such nodes), about half its nodes. A visitor with no hook for any of them learns
+# nothing from them: `walk` passes them by.
+_TRIVIA_MODULES = ("libcst._nodes.op", "libcst._nodes.whitespace")
+_TRIVIA_EXTRA = frozenset(
+    {
+        "LeftParen",
+        "RightParen",
+        "LeftSquareBracket",
+        "RightSquareBracket",
+        "LeftCurlyBrace",
+        "RightCurlyBrace",
+        "Asynchronous",
+    }
+)
+_Hooks = dict[type, tuple[Callable[..., object] | None, Callable[..., object] | None]]
+_HOOKS: dict[type, _Hooks | None] = {}
+
+
+def _is_trivia(cls: type) -> bool:
+    return cls.__module__ in _TRIVIA_MODULES or cls.__name__ in _TRIVIA_EXTRA
+
+
+def _hooks(visitor: cst.CSTVisitor) -> _Hooks | None:
+    """The visitor's `visit_<Type>`/`leave_<Type>` by node class (filled as classes are
+    met), when its class calls them as `CSTVisitor` does and hooks no trivia; else None
+    (the visitor is walked through `on_visit`/`on_leave` at every node)."""
+    cls = type(visitor)
+    if cls not in _HOOKS:
+        plain = cls.on_visit is cst.CSTVisitor.on_visit and cls.on_leave is cst.CSTVisitor.on_leave
+        hooked_trivia = any(
+            _is_trivia(node_cls)
+            for name in dir(cls)
+            if name.startswith(("visit_", "leave_")) and _unbound(cls, name) is not None
+            for node_cls in [getattr(cst, name.partition("_")[2], None)]
+            if isinstance(node_cls, type)
+        )
+        _HOOKS[cls] = {} if plain and not hooked_trivia else None
+    hooks = _HOOKS[cls]
+    if hooks is not None and any(k.startswith(("visit_", "leave_")) for k in vars(visitor)):
+        return None  # hooks set on the instance: LibCST's `getattr` finds those first
+    return hooks
+
+
+def _walk_hooked(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: _Hooks) -> None:
+    cls = type(node)
+    fields = child_fields(cls)
+    if fields is None:
+        node.visit(visitor)
+        return
+    pair = hooks.get(cls)
+    if pair is None:
+        pair = hooks[cls] = (
+            _unbound(type(visitor), f"visit_{cls.__name__}"),
+            _unbound(type(visitor), f"leave_{cls.__name__}"),
+        )
+    visit, leave = pair
+    if visit is None or visit(visitor, node) is not False:
+        for name in fields:
+            value = getattr(node, name)
+            kind = type(value)
+            if IS_NODE[kind]:
+                if not IS_TRIVIA[kind]:
+                    _walk_hooked(value, visitor, hooks)
+            elif kind is tuple or kind is list:
+                for item in value:
+                    kind = type(item)
+                    if IS_NODE[kind] and not IS_TRIVIA[kind]:
+                        _walk_hooked(item, visitor, hooks)
+    if leave is not None:
+        leave(visitor, node)
+
+
+def _unbound(cls: type, name: str) -> Callable[..., object] | None:
+    """The visitor class's own hook `name` (None where it is `CSTVisitor`'s, which does
+    nothing)."""
+    found = getattr(cls, name, None)
+    if found is None or found is getattr(cst.CSTVisitor, name, None):
+        return None
+    if inspect.isfunction(found):
+        return found
+    return lambda visitor, node: getattr(visitor, name)(node)  # a static method, a callable
+
+
+class _TriviaTest(dict[type, bool]):
+    def __missing__(self, cls: type) -> bool:
+        self[cls] = found = _is_trivia(cls)
+        return found
+
+
+IS_TRIVIA = _TriviaTest()
 
 
 def descendants(node: cst.CSTNode) -> list[cst.CSTNode]:

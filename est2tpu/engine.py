@@ -22,7 +22,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
 )
 from est2tpu.cstutil import IS_NODE, child_fields
 from est2tpu.ftypes import Finding, MigrationError, Target
-from est2tpu.index import ProjectIndex, forget_codes, node_code
+from est2tpu.index import ProjectIndex, forget_codes, module_code
 from est2tpu.names import ImportTable
 from est2tpu.registry import rule_classes
 from est2tpu.rule import FileState, Rule, line_map
@@ -297,10 +297,11 @@ def _transform(
     # text; `check_round_trip` below holds LibCST to that before a changed tree is used).
     codes: dict[int, str] = {id(first): original}
     kept: list[cst.Module] = [first]  # trees whose ids are in `codes` stay alive
+    statements: dict[tuple[int, str, str], list[str]] = {}  # of the trees in `kept`
 
     def code_of(tree: cst.Module) -> str:
         if id(tree) not in codes:
-            codes[id(tree)] = node_code(tree)
+            codes[id(tree)] = module_code(tree, statements)
             kept.append(tree)  # no other tree takes its id while its code is known
         return codes[id(tree)]
 

@@ -319,6 +319,37 @@ def node_code(node: cst.CSTNode) -> str:
     return code
 
 
+def module_code(module: cst.Module, kept: dict[tuple[int, str, str], list[str]]) -> str:
+    """`module.code`, with the tokens of each top-level statement kept in `kept` (by id,
+    so the caller keeps the trees alive): the code of a tree a rule changed in one def costs
+    the code of that def. A statement at the top of a module is generated as in it (no
+    indentation around it, the module's defaults)."""
+    indent, newline = module.default_indent, module.default_newline
+
+    def tokens_of(node: cst.CSTNode) -> list[str]:
+        state = _Codegen(default_indent=indent, default_newline=newline)
+        node._codegen(state)
+        return state.tokens
+
+    tokens: list[str] = []
+    for line in module.header:
+        tokens += tokens_of(line)
+    for stmt in module.body:
+        key = (id(stmt), indent, newline)
+        found = kept.get(key)
+        if found is None:
+            found = kept[key] = tokens_of(stmt)
+        tokens += found
+    for line in module.footer:
+        tokens += tokens_of(line)
+    if module.has_trailing_newline:
+        if not tokens:
+            tokens.append(newline)
+    elif tokens:
+        tokens.pop()
+    return "".join(tokens)
+
+
 def forget_codes() -> None:
     """Drop the codes `node_code` keeps (the engine does after each module)."""
     _CODES.clear()
