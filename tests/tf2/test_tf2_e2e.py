@@ -459,3 +459,53 @@ def test_tf1_plain_metrics_and_losses_train_like_the_original(
         project, harness.PROJECTS[name].entry, tmp_path / "run", python=tfcur, timeout=500
     )
     assert_close(result.metrics, original(name).metrics)
+
+
+@pytest.mark.xdist_group("e2e-metrics_and_summaries")
+@pytest.mark.tf
+@pytest.mark.parametrize("strategy", ["xla", "xla_mirrored_8_cpus"])
+def test_model_fn_summaries_are_written_under_xla(
+    strategy: str,
+    original: Callable[[str], Any],
+    run_migrated: Callable[[str, str], Any],
+) -> None:
+    """A model_fn that writes TF1 summaries (a scalar of a metric's update op, of the loss,
+    a histogram) trains under XLA, on one device and over 8 replicas, and writes them: XLA
+    compiles no summary op, so the facade carries their tensors out of the compiled step."""
+    expected = original("metrics_and_summaries")
+    result = run_migrated("metrics_and_summaries", strategy)
+    assert_close(result.metrics, expected.metrics)
+    assert result.results["summary_tags"] == expected.results["summary_tags"]
+
+
+@pytest.mark.xdist_group("e2e-summaries_beside_images")
+@pytest.mark.tf
+def test_image_summaries_and_a_decayed_learning_rate_under_xla_over_8_replicas(
+    harness: ModuleType,
+    tfcur: str,
+    original: Callable[[str], Any],
+    tmp_path: Path,
+) -> None:
+    """An image summary (TensorBoard encodes its PNGs in ops XLA does not compile) and a
+    learning rate the model_fn decays from the global step (a tensor of the compiled step,
+    which the optimizer reads outside it) train under XLA over 8 replicas. The project keeps
+    TF2003's finding on `exponential_decay`, which the facade still runs."""
+    name = "summaries_beside_images"
+    expected = original(name)
+    copy = harness.copy_project(name, tmp_path / "project")
+    findings = [f.rule_id for r in migrate_tree(copy) for f in r.findings]
+    assert findings == ["TF2003"], findings
+    result = harness.run_project(
+        copy,
+        harness.PROJECTS[name].entry,
+        tmp_path / "run",
+        env=STRATEGIES["xla_mirrored_8_cpus"],
+        python=tfcur,
+        timeout=500,
+    )
+    assert_close(result.metrics, expected.metrics)
+    # TF1 wrote each image as `inputs/image/N`; the facade writes TensorBoard's image summary,
+    # one `inputs` entry, which the program does not look for (the same under the default
+    # strategy).
+    tags = [t for t in expected.results["summary_tags"] if not t.startswith("inputs/image/")]
+    assert result.results["summary_tags"] == tags

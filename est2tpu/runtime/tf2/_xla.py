@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from est2tpu.runtime.tf2 import _dense_lookup, _host_columns
+from est2tpu.runtime.tf2 import _dense_lookup, _host_columns, _xla_summaries
 from est2tpu.runtime.tf2._core import Invocation, ModeKeys, current, facade_owned, invoke
 from est2tpu.runtime.tf2._distribute import _divided, apply, batch_size, reducible
 from est2tpu.runtime.tf2._strategy import on_replica_device
@@ -69,10 +69,35 @@ def scaled_to_global(loss: Any, inv: Invocation, features: Any, global_examples:
 
 class _Plan:
     """What the traced program returns, by position: per train op, its variables and,
-    per term, the index of its denominator (or None) and of each variable's gradient."""
+    per term, the index of its denominator (or None) and of each variable's gradient; and
+    the optimizers' hyperparameters the model_fn computed (a learning rate decayed from the
+    global step): `(optimizer, attribute)` per value the program returns for them."""
 
     def __init__(self) -> None:
         self.ops: list[tuple[Any, list[Any], list[tuple[int | None, list[int | None]]]]] = []
+        self.hyper: list[tuple[Any, str]] = []
+
+
+def _traced_hyperparameters(records: list[Any]) -> tuple[list[tuple[Any, str]], list[Any]]:
+    """The optimizers' attributes that hold tensors of the program being traced: the
+    optimizer applies its update outside the program, where those tensors do not exist, so
+    the program returns their values and the step sets them before the update."""
+    import tensorflow as tf
+
+    graph = tf.compat.v1.get_default_graph()
+    where: list[tuple[Any, str]] = []
+    values: list[Any] = []
+    seen: set[int] = set()
+    for record in records:
+        inner = record.optimizer.inner
+        if id(inner) in seen:
+            continue
+        seen.add(id(inner))
+        for key, value in vars(inner).items():
+            if isinstance(value, tf.Tensor) and getattr(value, "graph", None) is graph:
+                where.append((inner, key))
+                values.append(value)
+    return where, values
 
 
 def train_replica_fn(estimator: Any) -> Callable[..., Any]:
@@ -88,10 +113,15 @@ def train_replica_fn(estimator: Any) -> Callable[..., Any]:
         return replica_train
     if estimator._strategy.num_replicas_in_sync > 1:
         return replica_step(estimator)
-    compiled: Callable[..., Any] = tf.function(
-        _dense_lookup.compilable(replica_train), jit_compile=True, autograph=False
-    )
-    return compiled
+    program, write_summaries = _xla_summaries.carried(replica_train)
+    compiled = tf.function(_dense_lookup.compilable(program), jit_compile=True, autograph=False)
+
+    def step(element: Any) -> Any:
+        loss, summaries = compiled(element, record=tf.summary.should_record_summaries())
+        write_summaries(summaries)
+        return loss
+
+    return step
 
 
 def replica_step(estimator: Any) -> Callable[[Any], Any]:
@@ -151,11 +181,13 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
                 per_term.append((den, term_slots))
             plan.ops.append((record, variables, per_term))
         del tape
-        return tf.cast(spec.loss, tf.float32), grads_out, denominators
+        plan.hyper, hyper = _traced_hyperparameters(inv.train_ops)
+        return tf.cast(spec.loss, tf.float32), grads_out, denominators, hyper
 
+    carried, write_summaries = _xla_summaries.carried(program)
     compiled = on_replica_device(
         tf.function(
-            _dense_lookup.compilable(_host_columns.reading(program, estimator._ensure_state())),
+            _dense_lookup.compilable(_host_columns.reading(carried, estimator._ensure_state())),
             jit_compile=True,
             autograph=False,
         )
@@ -166,7 +198,11 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
         element = _host_columns.with_ids(element, estimator._ensure_state())
         features, _ = estimator._split(element)
         global_examples = ctx.all_reduce(tf.distribute.ReduceOp.SUM, batch_size(features))
-        loss, grads, locals_ = compiled(element, global_examples)
+        record = tf.summary.should_record_summaries()
+        (loss, grads, locals_, hyper), summaries = compiled(element, global_examples, record=record)
+        for (optimizer, key), value in zip(plan.hyper, hyper):
+            setattr(optimizer, key, value)
+        write_summaries(summaries)
         totals = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(locals_)) if locals_ else []
         for record, variables, per_term in plan.ops:
             summed: list[Any] = [None] * len(variables)
