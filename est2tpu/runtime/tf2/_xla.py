@@ -113,15 +113,8 @@ def train_replica_fn(estimator: Any) -> Callable[..., Any]:
         return replica_train
     if estimator._strategy.num_replicas_in_sync > 1:
         return replica_step(estimator)
-    program, write_summaries = _xla_summaries.carried(replica_train)
-    compiled = tf.function(_dense_lookup.compilable(program), jit_compile=True, autograph=False)
-
-    def step(element: Any) -> Any:
-        loss, summaries = compiled(element, record=tf.summary.should_record_summaries())
-        write_summaries(summaries)
-        return loss
-
-    return step
+    program, around = _xla_summaries.carried(replica_train)
+    return around(tf.function(_dense_lookup.compilable(program), jit_compile=True, autograph=False))
 
 
 def replica_step(estimator: Any) -> Callable[[Any], Any]:
@@ -184,12 +177,14 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
         plan.hyper, hyper = _traced_hyperparameters(inv.train_ops)
         return tf.cast(spec.loss, tf.float32), grads_out, denominators, hyper
 
-    carried, write_summaries = _xla_summaries.carried(program)
-    compiled = on_replica_device(
-        tf.function(
-            _dense_lookup.compilable(_host_columns.reading(carried, estimator._ensure_state())),
-            jit_compile=True,
-            autograph=False,
+    carried, around = _xla_summaries.carried(program)
+    compiled = around(
+        on_replica_device(
+            tf.function(
+                _dense_lookup.compilable(_host_columns.reading(carried, estimator._ensure_state())),
+                jit_compile=True,
+                autograph=False,
+            )
         )
     )
 
@@ -198,11 +193,9 @@ def replica_step(estimator: Any) -> Callable[[Any], Any]:
         element = _host_columns.with_ids(element, estimator._ensure_state())
         features, _ = estimator._split(element)
         global_examples = ctx.all_reduce(tf.distribute.ReduceOp.SUM, batch_size(features))
-        record = tf.summary.should_record_summaries()
-        (loss, grads, locals_, hyper), summaries = compiled(element, global_examples, record=record)
+        loss, grads, locals_, hyper = compiled(element, global_examples)
         for (optimizer, key), value in zip(plan.hyper, hyper):
             setattr(optimizer, key, value)
-        write_summaries(summaries)
         totals = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(locals_)) if locals_ else []
         for record, variables, per_term in plan.ops:
             summed: list[Any] = [None] * len(variables)

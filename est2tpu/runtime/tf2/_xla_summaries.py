@@ -137,13 +137,15 @@ def capturing(captured: Captured) -> Iterator[None]:
             summary_ops_v2.set_step(outer_step)
 
 
-def carried(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[[Any], None]]:
-    """`fn` as a program that also returns the summaries' tensors, and the function that
-    writes them from those outputs (the writes of the program's last trace).
-
-    The program takes, as the keyword argument `record`, whether this step records
-    summaries (`tf.summary.should_record_summaries()` outside it): inside, that is what
-    the model_fn is told (the facade's TF1 metrics update on the steps that record)."""
+def carried(
+    fn: Callable[..., Any],
+) -> tuple[Callable[..., Any], Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """`fn` as a program that also returns the summaries' tensors, and `around`, which
+    makes of the program once compiled the call the step makes: it tells the program
+    whether this step records summaries (`tf.summary.should_record_summaries()` outside
+    it: inside, that is what the model_fn is told, and the facade's TF1 metrics update on
+    the steps that record), writes the summaries from its outputs (the writes of the
+    program's last trace) and returns what `fn` returned."""
     last = Captured()
 
     def program(*args: Any, record: Any, **kwargs: Any) -> Any:
@@ -164,9 +166,19 @@ def carried(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[[Any],
             if lazy is None:
                 value = values.pop(0)
             else:
-                fn, traced = lazy
-                value = Captured.lazy_with(fn, traced, [values.pop(0) for _ in traced])
+                lazy_fn, traced = lazy
+                value = Captured.lazy_with(lazy_fn, traced, [values.pop(0) for _ in traced])
             step = values.pop(0) if has_step else None
             tf.summary.write(tag, value, step=step, metadata=metadata)
 
-    return program, write
+    def around(compiled: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            import tensorflow as tf
+
+            out, values = compiled(*args, record=tf.summary.should_record_summaries())
+            write(values)
+            return out
+
+        return call
+
+    return program, around
