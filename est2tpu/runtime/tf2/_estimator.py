@@ -10,7 +10,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from est2tpu.runtime.tf2 import _core, _dense_lookup, _distribute, _host_columns, _strategy, _xla
+from est2tpu.runtime.tf2 import (
+    _core,
+    _dense_lookup,
+    _device_iterators,
+    _distribute,
+    _host_columns,
+    _strategy,
+    _xla,
+)
 from est2tpu.runtime.tf2._core import ModeKeys, State, current, input_dataset, invoke, tf_function
 from est2tpu.runtime.tf2._core import scalar_summary as _scalar_summary
 from est2tpu.runtime.tf2._distribute import batch_size
@@ -52,6 +60,7 @@ class Estimator:
         self._strategy = (
             self._config.train_distribute or self._config.eval_distribute or _strategy.strategy()
         )
+        _device_iterators.install()  # its iterators end when they are dropped
         # add_metrics(): metric_fns whose metrics join the model_fn's in EVAL mode
         self._metric_fns: tuple[Callable[..., Any], ...] = ()
         self._init_state()
