@@ -218,13 +218,13 @@ class Composition:
             return "a literal or a closure variable lives where it is used"
         if self.model == "module_attr" and self.layout in ("one_module", "notebook"):
             return "a model module needs a layout with one"
-        if self.holder != "local" and self.inputs not in ("direct", "lambda"):
+        if self.holder != "local" and self.shape not in ("direct", "lambda"):
             return "a trainer class's input functions are its methods"
         if (
             self.holder != "local"
             and self.batch == "args_params"
             and self.place == "other"
-            and self.inputs == "lambda"
+            and self.shape == "lambda"
         ):
             # Refused, with a true TPU007: the lambda hands `self` to the input method, which
             # batches by self.batch_size, and the Estimator's params are vars() of an `args`
@@ -694,7 +694,7 @@ class Composition:
             lines += ctor
         lines.append("")
         data = '        data = tf.data.Dataset.from_tensor_slices(({"x": %s}, %s))'
-        if self.inputs == "direct":
+        if self.shape == "direct":
             lines += [
                 "    def train_input_fn(self):",
                 data % ("TRAIN_X", "TRAIN_Y"),
@@ -726,6 +726,21 @@ class Composition:
                 "    def evaluate(self):",
                 "        return self.estimator.evaluate(lambda: self.input_fn(EVAL_X, EVAL_Y), steps=2)",
             ]
+        if self.inputs == "iterator":
+            # the train method the Dataset method's iterator, the eval one the function's
+            at = lines.index("    def train_input_fn(self):")
+            lines[at + 1] = lines[at + 1].replace("tf.data.", "tf.compat.v1.data.")
+            lines[at + 2] += ".make_one_shot_iterator().get_next()"
+            lines[at + 6] = (
+                "        return tf.compat.v1.data.make_one_shot_iterator("
+                "data.batch(self.batch_size)).get_next()"
+            )
+        if self.inputs == "iterator_lambda":
+            at = lines.index("        return data.batch(self.batch_size)")
+            lines[at] = (
+                "        return tf.compat.v1.data.make_one_shot_iterator("
+                "data.batch(self.batch_size)).get_next()"
+            )
         return "\n".join(lines) + "\n"
 
     def files(self) -> dict[str, str]:
