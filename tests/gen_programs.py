@@ -142,6 +142,9 @@ MODEL_SHAPES = (
     "method",  # Trainer().model_fn, self.model_fn
     "staticmethod",  # Models.model_fn
     "partial_of_pick",  # functools.partial(MODELS[hp.model], hidden=8), hp a SimpleNamespace
+    # model_fn reached directly; it writes tf.compat.v1.summary scalars, a histogram and an
+    # image, and trains at a learning rate it computes (exponential_decay of the global step)
+    "summaries",
 )
 BATCH_SOURCES = (
     "literal",  # 32
@@ -164,7 +167,20 @@ INPUT_SHAPES = (
     "spec_helper",  # that, through specs.get_train_spec(fn, steps), train_and_evaluate
     "numpy",  # a project factory returning numpy_input_fn(...)
     "direct_and_lambda",  # input_fn() called to look at the data, and lambda: input_fn()
+    # Input functions that return a one-shot iterator's tensors, as TF1 programs wrote them:
+    # "direct"'s, the train one `Dataset.make_one_shot_iterator().get_next()` (the method of
+    # tf.compat.v1.data's Dataset), the eval one `tf.compat.v1.data.make_one_shot_iterator`
+    # bound to a name first, its get_next() restructured
+    "iterator",
+    # "lambda"'s helper, returning `tf.compat.v1.data.make_one_shot_iterator(...).get_next()`
+    "iterator_lambda",
+    # "factory_other"'s factory, its nested input function binding the method's iterator and
+    # returning its get_next()
+    "iterator_factory",
 )
+# An iterator shape -> the shape whose input functions, and main()'s use of them, it shares
+ITERATOR_OF = {"iterator": "direct", "iterator_lambda": "lambda",
+               "iterator_factory": "factory_other"}  # fmt: skip
 LAYOUTS = ("one_module", "model_task", "package", "notebook")
 # Where the Estimator lives: a local of main(), or the attribute of a trainer class that
 # builds it in __init__ (which sets self.batch_size from its argument first) and trains and
@@ -173,6 +189,10 @@ LAYOUTS = ("one_module", "model_task", "package", "notebook")
 # model object (`Experiment(Trainer(), ...)`, `self.model = model`) whose method is the
 # model_fn (`model_fn=self.model.model_fn`)
 HOLDERS = ("local", "trainer_class", "trainer_method", "trainer_given_model")
+
+# Each axis of a composition and its values
+AXES = {"model": MODEL_SHAPES, "batch": BATCH_SOURCES, "place": BATCH_PLACES,
+        "inputs": INPUT_SHAPES, "layout": LAYOUTS, "holder": HOLDERS}  # fmt: skip
 
 TRAIN_STEPS = 20
 SIZE = 32
@@ -198,13 +218,13 @@ class Composition:
             return "a literal or a closure variable lives where it is used"
         if self.model == "module_attr" and self.layout in ("one_module", "notebook"):
             return "a model module needs a layout with one"
-        if self.holder != "local" and self.inputs not in ("direct", "lambda"):
+        if self.holder != "local" and self.shape not in ("direct", "lambda"):
             return "a trainer class's input functions are its methods"
         if (
             self.holder != "local"
             and self.batch == "args_params"
             and self.place == "other"
-            and self.inputs == "lambda"
+            and self.shape == "lambda"
         ):
             # Refused, with a true TPU007: the lambda hands `self` to the input method, which
             # batches by self.batch_size, and the Estimator's params are vars() of an `args`
@@ -213,6 +233,24 @@ class Composition:
         if self.holder == "trainer_given_model" and self.model != "method":
             return "the model object a trainer is given is the method shape's class"
         return None
+
+    def findings(self, target: str = "tpu-estimator") -> set[str]:
+        """The rules whose (true) findings the migration to `target` reports."""
+        if self.model != "summaries":
+            return set()
+        if target == "tf2":
+            # TF2003 reports `exponential_decay`, a tf.compat.v1.train API outside TF2002's
+            # table; the facade runs it (TensorFlow's own, over the facade's global step)
+            return {"TF2003"}
+        # the image summary stays in the model_fn (TF1 wrote one tag per image, which
+        # tf.compat.v2.summary.image does not reproduce); the scalars and the histogram move
+        # to host_call
+        return {"TPU009"}
+
+    @property
+    def shape(self) -> str:
+        """The input shape this one's input functions and their use follow."""
+        return ITERATOR_OF.get(self.inputs, self.inputs)
 
     # -- the pieces -------------------------------------------------------------------
 
@@ -303,6 +341,19 @@ class Composition:
                 "eval_metric_ops=metrics)"
             ),
         ]
+        if self.model == "summaries":
+            body[3:4] = [
+                '    tf.compat.v1.summary.scalar("mean_output", tf.reduce_mean(output))',
+                '    tf.compat.v1.summary.histogram("hidden", hidden_layer)',
+                "    tf.compat.v1.summary.image(",
+                '        "inputs", tf.reshape(features["x"], [-1, 1, 3, 1]), max_outputs=2',
+                "    )",
+                "    learning_rate = tf.compat.v1.train.exponential_decay(",
+                "        0.05, tf.compat.v1.train.get_or_create_global_step(), 10, 0.5",
+                "    )",
+                '    tf.compat.v1.summary.scalar("learning_rate", learning_rate)',
+                "    optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate)",
+            ]
         text = "import functools\n\nimport tensorflow as tf\n\n\n"
         if self.model == "partial_of_pick":
             return (
@@ -367,6 +418,7 @@ class Composition:
         p = prefix
         return {
             "direct": ([], f"{p}model_fn"),
+            "summaries": ([], f"{p}model_fn"),
             "alias": ([f"model_function = {p}model_fn"], "model_function"),
             "module_attr": ([f"chosen_fn = {p}model_fn"], "chosen_fn"),
             "conditional": (
@@ -391,7 +443,19 @@ class Composition:
         h = self._holder()
         read = self._read(h)
         text = "import tensorflow as tf\n"
-        if self.inputs in ("factory_other", "spec_helper"):
+        if self.inputs == "iterator_factory":
+            text += (
+                "\n\n"
+                f"def get_input_fn(x, y, {h}, train):\n"
+                "    def _input_fn():\n"
+                '        data = tf.compat.v1.data.Dataset.from_tensor_slices(({"x": x}, y))\n'
+                "        if train:\n"
+                f"            data = data.shuffle({TRAIN_ROWS}, seed=7).repeat()\n"
+                f"        iterator = data.batch({read}).make_one_shot_iterator()\n"
+                "        return iterator.get_next()\n\n"
+                "    return _input_fn\n"
+            )
+        elif self.inputs in ("factory_other", "spec_helper"):
             text += (
                 "\n\n"
                 f"def get_input_fn(x, y, {h}, train):\n"
@@ -424,7 +488,7 @@ class Composition:
     def _input_defs(self, indent: str) -> str:
         """Input functions defined beside main() (direct shapes), or inside it (closure)."""
         h = self._holder()
-        if self.inputs in ("direct", "direct_and_lambda"):
+        if self.shape in ("direct", "direct_and_lambda"):
             if self.batch == "closure":
                 read = "batch_size"
             elif self.batch == "hparams":
@@ -441,6 +505,15 @@ class Composition:
                 '    data = tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y))',
                 f"    return data.batch({read})",
             ]
+            if self.inputs == "iterator":
+                lines[1] = lines[1].replace("tf.data.", "tf.compat.v1.data.")
+                lines[2] += ".make_one_shot_iterator().get_next()"
+                lines[-2:] = [
+                    '    data = tf.data.Dataset.from_tensor_slices(({"x": EVAL_X}, EVAL_Y))',
+                    f"    batches = tf.compat.v1.data.make_one_shot_iterator(data.batch({read}))",
+                    "    features, labels = batches.get_next()",
+                    '    return {"x": features["x"]}, labels',
+                ]
         else:
             lines = [
                 f"def make_input(x, y, {h}, train=False):",
@@ -449,6 +522,11 @@ class Composition:
                 f"        data = data.shuffle({TRAIN_ROWS}, seed=7).repeat()",
                 f"    return data.batch({self._read(h)})",
             ]
+            if self.inputs == "iterator_lambda":
+                lines[-1] = (
+                    "    return tf.compat.v1.data.make_one_shot_iterator("
+                    f"data.batch({self._read(h)})).get_next()"
+                )
         return "\n".join(indent + line if line else "" for line in lines) + "\n"
 
     def _uses(self, inputs: str) -> list[str]:
@@ -506,7 +584,7 @@ class Composition:
                 f"estimator.train(lambda: train_input_fn(), steps={TRAIN_STEPS})",
                 "metrics = estimator.evaluate(input_fn=eval_input_fn, steps=2)",
             ],
-        }[self.inputs]
+        }[self.shape]
         return run
 
     def _task(self, model_prefix: str, inputs_name: str) -> str:
@@ -520,12 +598,12 @@ class Composition:
             f"TRAIN_X, TRAIN_Y = make_data({TRAIN_ROWS}, SEED)\n"
             "EVAL_X, EVAL_Y = make_data(64, SEED + 1)\n"
         )
-        nested = self.batch in ("closure", "hparams") and self.inputs in (
+        nested = self.batch in ("closure", "hparams") and self.shape in (
             "direct",
             "direct_and_lambda",
         )
         defs = "" if nested else self._input_defs("")
-        if self.inputs in ("factory_other", "spec_helper", "numpy") or self.holder != "local":
+        if self.shape in ("factory_other", "spec_helper", "numpy") or self.holder != "local":
             defs = ""
         before, model_arg = self._model_arg(model_prefix)
         params = ["        params=vars(args),"] if self.batch == "args_params" else []
@@ -616,7 +694,7 @@ class Composition:
             lines += ctor
         lines.append("")
         data = '        data = tf.data.Dataset.from_tensor_slices(({"x": %s}, %s))'
-        if self.inputs == "direct":
+        if self.shape == "direct":
             lines += [
                 "    def train_input_fn(self):",
                 data % ("TRAIN_X", "TRAIN_Y"),
@@ -648,13 +726,28 @@ class Composition:
                 "    def evaluate(self):",
                 "        return self.estimator.evaluate(lambda: self.input_fn(EVAL_X, EVAL_Y), steps=2)",
             ]
+        if self.inputs == "iterator":
+            # the train method the Dataset method's iterator, the eval one the function's
+            at = lines.index("    def train_input_fn(self):")
+            lines[at + 1] = lines[at + 1].replace("tf.data.", "tf.compat.v1.data.")
+            lines[at + 2] += ".make_one_shot_iterator().get_next()"
+            lines[at + 6] = (
+                "        return tf.compat.v1.data.make_one_shot_iterator("
+                "data.batch(self.batch_size)).get_next()"
+            )
+        if self.inputs == "iterator_lambda":
+            at = lines.index("        return data.batch(self.batch_size)")
+            lines[at] = (
+                "        return tf.compat.v1.data.make_one_shot_iterator("
+                "data.batch(self.batch_size)).get_next()"
+            )
         return "\n".join(lines) + "\n"
 
     def files(self) -> dict[str, str]:
         """Relative path -> source (a notebook as its .ipynb JSON)."""
         pkg = "trainer/" if self.layout == "package" else ""
         files: dict[str, str] = {}
-        uses_inputs = self.inputs in ("factory_other", "spec_helper", "numpy")
+        uses_inputs = self.shape in ("factory_other", "spec_helper", "numpy")
         heads = ["import argparse", "import functools", "import json", "", "import numpy as np",
                  "import tensorflow as tf"]  # fmt: skip
         if self.model == "partial_of_pick":
@@ -745,10 +838,25 @@ exec(compile(code, "train.ipynb", "exec"), {"__name__": "__main__"})
 """
 
 
-# The axes' values before "partial_of_pick", "args_params" and the trainer class: the
-# end-to-end sample trained since then is the covering of these.
+# The axes' values before "partial_of_pick", "args_params", the trainer class, "summaries" and
+# the iterator input shapes: the end-to-end sample trained since then is the covering of these.
 FIRST_MODEL_SHAPES = MODEL_SHAPES[:10]
 FIRST_BATCH_SOURCES = BATCH_SOURCES[:7]
+FIRST_INPUT_SHAPES = INPUT_SHAPES[:7]
+
+
+# The compositions that train the iterator input shapes and the "summaries" model_fn, under
+# both targets (tests/e2e/test_e2e_compositions.py, tests/tf2/test_tf2_compositions.py): each
+# is a composition of the end-to-end sample with its input shape made the iterator twin of
+# it (and one's model_fn the summaries one), the three chosen to lose the fewest pairs of
+# values the sample covered.
+TWINS = {
+    "direct-literal-same-direct-one_module": "summaries-literal-same-iterator-one_module",
+    "method-flags-other-lambda-one_module": "method-flags-other-iterator_lambda-one_module",
+    "module_attr-flags-same-factory_other-model_task": (
+        "module_attr-flags-same-iterator_factory-model_task"
+    ),
+}
 
 
 def compositions(first: bool = False) -> list[Composition]:
@@ -758,10 +866,11 @@ def compositions(first: bool = False) -> list[Composition]:
     models = FIRST_MODEL_SHAPES if first else MODEL_SHAPES
     batches = FIRST_BATCH_SOURCES if first else BATCH_SOURCES
     holders = HOLDERS[:1] if first else HOLDERS
+    inputs = FIRST_INPUT_SHAPES if first else INPUT_SHAPES
     found = [
         Composition(m, b, p, i, lay, h)
         for m, b, p, i, lay, h in itertools.product(
-            models, batches, BATCH_PLACES, INPUT_SHAPES, LAYOUTS, holders
+            models, batches, BATCH_PLACES, inputs, LAYOUTS, holders
         )
     ]
     return [c for c in found if c.valid() is None]

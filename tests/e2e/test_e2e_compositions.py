@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gen_programs import NOTEBOOK_RUNNER, Composition, compositions, covering
+from gen_programs import NOTEBOOK_RUNNER, TWINS, Composition, compositions, covering
 
 from est2tpu import api
 from est2tpu.ftypes import Status
@@ -39,7 +39,23 @@ LATER = (
     "method-constant-same-lambda-notebook-trainer_given_model",
     "direct-args_params-same-direct-one_module-trainer_class",
 )
-SAMPLE = covering(first=True)[:40] + [c for c in compositions() if c.name in LATER]
+# Of the first 40, three train as their iterator twins (gen_programs.TWINS: input functions
+# that return a one-shot iterator's tensors, and a model_fn that writes summaries and decays
+# its learning rate), which tests/tf2/test_tf2_compositions.py trains under XLA over 8 CPU
+# replicas too; and three are not trained, so that 47 compositions train over both targets
+# (44 here, the three twins under tf2). The sample keeps 346 of the 358 pairs of values it
+# covered with 47: these three are the ones whose absence loses the fewest.
+NOT_TRAINED = (
+    "alias-hparams-same-lambda-one_module",
+    "direct-closure-same-spec_helper-one_module",
+    "method-argparse-same-direct_and_lambda-notebook",
+)
+_BY_NAME = {c.name: c for c in compositions()}
+SAMPLE = [
+    _BY_NAME[TWINS.get(c.name, c.name)]
+    for c in covering(first=True)[:40]
+    if c.name not in NOT_TRAINED
+] + [_BY_NAME[name] for name in LATER]
 
 
 def _write(root: Path, comp: Composition) -> None:
@@ -50,10 +66,11 @@ def _write(root: Path, comp: Composition) -> None:
         (root / "run_notebook.py").write_text(NOTEBOOK_RUNNER, encoding="utf-8")
 
 
-def _migrate(root: Path) -> None:
+def _migrate(root: Path, comp: Composition) -> None:
     for result in api.migrate_paths([root], jobs=1):
         assert result.status is not Status.FAILED, result.error
-        assert not result.findings, [f.render() for f in result.findings]
+        unexpected = [f.render() for f in result.findings if f.rule_id not in comp.findings()]
+        assert not unexpected, unexpected
         if result.new_text is not None and result.new_text != result.old_text:
             result.path.write_text(result.new_text, encoding="utf-8")
 
@@ -67,7 +84,7 @@ def test_composition_trains_like_the_original(
     _write(original, comp)
     migrated = tmp_path / "migrated"
     shutil.copytree(original, migrated)
-    _migrate(migrated)
+    _migrate(migrated, comp)
     assert "TPUEstimator(" in "".join(
         p.read_text(encoding="utf-8") for p in migrated.rglob("*") if p.is_file()
     )
