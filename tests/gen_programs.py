@@ -236,12 +236,10 @@ class Composition:
 
     def findings(self, target: str = "tpu-estimator") -> set[str]:
         """The rules whose (true) findings the migration to `target` reports."""
-        if self.model != "summaries":
+        if self.model != "summaries" or target == "tf2":
+            # under tf2 the facade writes the summaries and runs `exponential_decay`
+            # (TensorFlow's own, over the facade's global step)
             return set()
-        if target == "tf2":
-            # TF2003 reports `exponential_decay`, a tf.compat.v1.train API outside TF2002's
-            # table; the facade runs it (TensorFlow's own, over the facade's global step)
-            return {"TF2003"}
         # the image summary stays in the model_fn (TF1 wrote one tag per image, which
         # tf.compat.v2.summary.image does not reproduce); the scalars and the histogram move
         # to host_call

@@ -48,6 +48,24 @@ UNSUPPORTED: dict[str, str] = {
 WRITTEN_SUMMARIES = frozenset(
     f"summary.{kind}" for kind in ("scalar", "histogram", "image", "audio", "text")
 )
+# TF1's learning-rate schedules: functions of the global step made of TensorFlow ops, which
+# current TensorFlow still ships. In the facade's traced step they compute the same tensor
+# from the facade's global step, as they did in TF1's graph.
+LEARNING_RATE_SCHEDULES = frozenset(
+    f"train.{name}"
+    for name in (
+        "cosine_decay",
+        "cosine_decay_restarts",
+        "exponential_decay",
+        "inverse_time_decay",
+        "linear_cosine_decay",
+        "natural_exp_decay",
+        "noisy_linear_cosine_decay",
+        "piecewise_constant",
+        "piecewise_constant_decay",
+        "polynomial_decay",
+    )
+)
 # `optimizer.compute_gradients` / `apply_gradients` map (the facade's optimizers compute
 # TF1's gradients and apply them after the model_fn returns), except an apply_gradients in a
 # def or lambda nested in the model_fn: a `tf.cond` branch, whose choice the facade, applying
@@ -243,7 +261,7 @@ class UnsupportedTf1(Rule):
         name = qualified[len("tensorflow.compat.v1.") :]
         if name in TABLE:
             return  # TF2002's to map
-        if name in WRITTEN_SUMMARIES:
+        if name in WRITTEN_SUMMARIES or name in LEARNING_RATE_SCHEDULES:
             return
         hint = unsupported(name)
         if hint is not None and name == "py_func":

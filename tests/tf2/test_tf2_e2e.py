@@ -488,13 +488,12 @@ def test_image_summaries_and_a_decayed_learning_rate_under_xla_over_8_replicas(
 ) -> None:
     """An image summary (TensorBoard encodes its PNGs in ops XLA does not compile) and a
     learning rate the model_fn decays from the global step (a tensor of the compiled step,
-    which the optimizer reads outside it) train under XLA over 8 replicas. The project keeps
-    TF2003's finding on `exponential_decay`, which the facade still runs."""
+    which the optimizer reads outside it) train under XLA over 8 replicas, with no finding."""
     name = "summaries_beside_images"
     expected = original(name)
     copy = harness.copy_project(name, tmp_path / "project")
     findings = [f.rule_id for r in migrate_tree(copy) for f in r.findings]
-    assert findings == ["TF2003"], findings
+    assert findings == [], findings
     result = harness.run_project(
         copy,
         harness.PROJECTS[name].entry,
