@@ -17,6 +17,7 @@ from est2tpu.cstutil import (
     iter_calls,
     kwarg,
     params_subscript,
+    rewritten,
     with_kwarg,
 )
 from est2tpu.index import InputFnPlan, Mode, UseSite, node_code
@@ -148,9 +149,7 @@ class InputFnBatchSize(Rule):
                     rule.record(o, "static batch shape on TPU (drop_remainder)")
                 return u
 
-        result = fn.visit(Batch())
-        assert isinstance(result, cst.FunctionDef)
-        return result
+        return rewritten(fn, Batch())
 
     # Helpers: input functions that batch in a project helper they return.
     def _helper_call(
@@ -203,9 +202,7 @@ class InputFnBatchSize(Rule):
                     ]
                 )
 
-        result = fn.visit(PassBatchSize())
-        assert isinstance(result, cst.FunctionDef)
-        return result
+        return rewritten(fn, PassBatchSize())
 
     @staticmethod
     def _params_batch(plan: InputFnPlan, own: cst.BaseExpression) -> cst.BaseExpression:
@@ -269,8 +266,7 @@ class InputFnBatchSize(Rule):
                     u = with_kwarg(u, "drop_remainder", drop)
                 return u
 
-        result = fn.visit(Static())
-        assert isinstance(result, cst.FunctionDef)
+        result = rewritten(fn, Static())
         if new_param is not None and not has_param(result, new_param[0]):
             params = result.params
             last = params.params[-1] if params.params else None
