@@ -53,6 +53,11 @@ class InputFnBatchSize(Rule):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.defs: list[cst.FunctionDef] = []  # enclosing defs, innermost last
         self._lambda_bodies: set[int] = set()  # id() of the calls lambdas return
+        # the scopes of this file that hold a lambda or a direct call the index planned: a
+        # node's code (its key there) is generated only in those
+        index, path = self.state.index, self.state.path
+        self._lambda_scopes = {scope for at, scope, _ in index.bound_lambdas if at == path}
+        self._direct_scopes = {scope for at, scope, _ in index.direct_calls if at == path}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.defs.append(node)
@@ -486,6 +491,8 @@ class InputFnBatchSize(Rule):
         return True
 
     def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        if self.here not in self._lambda_scopes:
+            return updated_node
         site = self.state.index.bound_lambdas.get(
             (self.state.path, self.here, node_code(original_node))
         )
@@ -510,7 +517,7 @@ class InputFnBatchSize(Rule):
         the batch size the TPUEstimator would (the same value on CPU). The same text as a
         lambda's body (`lambda: input_fn()` beside `input_fn()`) is the lambda's: the
         lambda's rewrite hands it TPUEstimator's params instead."""
-        if id(original_node) in self._lambda_bodies:
+        if id(original_node) in self._lambda_bodies or self.here not in self._direct_scopes:
             return updated_node
         direct = self.state.index.direct_calls.get(
             (self.state.path, self.here, node_code(original_node))
