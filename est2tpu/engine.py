@@ -20,7 +20,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     too_deep,
     verify,
 )
-from est2tpu.cstutil import IS_NODE, child_fields
+from est2tpu.cstutil import IS_NODE, child_fields, gc_paused
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex, forget_codes, module_code
 from est2tpu.names import ImportTable
@@ -118,12 +118,13 @@ def parse_split(text: str, split: inert.Split | None) -> tuple[cst.Module, inert
     """The tree the rules get: of `split`'s text (the inert defs set aside before the parse,
     `inert.split`) when there is one, else of the text. Whatever fails on the reduced text
     is left to the whole text, so that a file fails exactly as it always has."""
-    if split is not None:
-        try:
-            return parse(split.text), split
-        except MigrationError:
-            pass
-    return parse(text), None
+    with gc_paused():  # a tree holds no cycles (`cstutil.gc_paused`)
+        if split is not None:
+            try:
+                return parse(split.text), split
+            except MigrationError:
+                pass
+        return parse(text), None
 
 
 def migrate_module(

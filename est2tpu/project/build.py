@@ -11,6 +11,7 @@ import libcst as cst
 
 from est2tpu.cstutil import (
     assigned_names,
+    gc_paused,
     iter_calls,
 )
 from est2tpu.index import (
@@ -45,6 +46,10 @@ class Indexer(ProjectFacts):
         """The index of the modules; a module nested too deeply for LibCST's visitors to
         walk (a valid file of 1,200 adjacent string literals) adds no roles, and the others
         are indexed without it: what its own file becomes is its own file's affair."""
+        with gc_paused():
+            return self._build_until_settled()
+
+    def _build_until_settled(self) -> ProjectIndex:
         while True:
             try:
                 index = self._build()

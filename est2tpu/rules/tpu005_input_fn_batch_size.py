@@ -17,6 +17,7 @@ from est2tpu.cstutil import (
     iter_calls,
     kwarg,
     params_subscript,
+    rewritten,
     with_kwarg,
 )
 from est2tpu.index import InputFnPlan, Mode, UseSite, node_code
@@ -52,6 +53,11 @@ class InputFnBatchSize(Rule):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.defs: list[cst.FunctionDef] = []  # enclosing defs, innermost last
         self._lambda_bodies: set[int] = set()  # id() of the calls lambdas return
+        # the scopes of this file that hold a lambda or a direct call the index planned: a
+        # node's code (its key there) is generated only in those
+        index, path = self.state.index, self.state.path
+        self._lambda_scopes = {scope for at, scope, _ in index.bound_lambdas if at == path}
+        self._direct_scopes = {scope for at, scope, _ in index.direct_calls if at == path}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.defs.append(node)
@@ -148,9 +154,7 @@ class InputFnBatchSize(Rule):
                     rule.record(o, "static batch shape on TPU (drop_remainder)")
                 return u
 
-        result = fn.visit(Batch())
-        assert isinstance(result, cst.FunctionDef)
-        return result
+        return rewritten(fn, Batch())
 
     # Helpers: input functions that batch in a project helper they return.
     def _helper_call(
@@ -203,9 +207,7 @@ class InputFnBatchSize(Rule):
                     ]
                 )
 
-        result = fn.visit(PassBatchSize())
-        assert isinstance(result, cst.FunctionDef)
-        return result
+        return rewritten(fn, PassBatchSize())
 
     @staticmethod
     def _params_batch(plan: InputFnPlan, own: cst.BaseExpression) -> cst.BaseExpression:
@@ -269,8 +271,7 @@ class InputFnBatchSize(Rule):
                     u = with_kwarg(u, "drop_remainder", drop)
                 return u
 
-        result = fn.visit(Static())
-        assert isinstance(result, cst.FunctionDef)
+        result = rewritten(fn, Static())
         if new_param is not None and not has_param(result, new_param[0]):
             params = result.params
             last = params.params[-1] if params.params else None
@@ -490,6 +491,8 @@ class InputFnBatchSize(Rule):
         return True
 
     def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        if self.here not in self._lambda_scopes:
+            return updated_node
         site = self.state.index.bound_lambdas.get(
             (self.state.path, self.here, node_code(original_node))
         )
@@ -514,7 +517,7 @@ class InputFnBatchSize(Rule):
         the batch size the TPUEstimator would (the same value on CPU). The same text as a
         lambda's body (`lambda: input_fn()` beside `input_fn()`) is the lambda's: the
         lambda's rewrite hands it TPUEstimator's params instead."""
-        if id(original_node) in self._lambda_bodies:
+        if id(original_node) in self._lambda_bodies or self.here not in self._direct_scopes:
             return updated_node
         direct = self.state.index.direct_calls.get(
             (self.state.path, self.here, node_code(original_node))

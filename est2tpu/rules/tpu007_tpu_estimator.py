@@ -47,6 +47,11 @@ class TpuEstimator(Rule):
     def __init__(self, context: CodemodContext, state: FileState) -> None:
         super().__init__(context, state)
         self._defs: list[cst.FunctionDef | cst.ClassDef] = []  # the nodes of self.scope
+        # the scopes of this file that hold a model_fn wrapper lambda: a lambda's code (its
+        # key there) is generated only in those
+        self._wrapper_scopes = {
+            scope for path, scope, _ in state.index.model_fn_wrappers if path == state.path
+        }
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._defs.append(node)
@@ -63,6 +68,8 @@ class TpuEstimator(Rule):
         return updated_node
 
     def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        if self.here not in self._wrapper_scopes:
+            return updated_node
         key = (self.state.path, self.here, node_code(original_node))
         if key not in self.state.index.model_fn_wrappers or has_param(updated_node, "params"):
             return updated_node
