@@ -16,7 +16,7 @@ from typing import Any
 
 import libcst as cst
 
-from est2tpu import inert, pytree, suppressions
+from est2tpu import cstpatch, inert, pytree, suppressions
 from est2tpu.cache import store_result
 from est2tpu.checks import MAX_NESTING, too_deep
 from est2tpu.cstutil import starts
@@ -321,8 +321,12 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
         load(cid)
     if progress is not None:
         progress("indexing", len(needed), len(needed))
-    # The rules, imported here once rather than in each worker that finishes the run.
+    # The rules, imported here once rather than in each worker that finishes the run; and
+    # LibCST's codemods where the run migrates a parsed file (the rules add and remove
+    # imports through them), which a run that parses nothing never loads.
     rule_classes()
+    if state.modules:
+        cstpatch.load()
     try:
         return indexer.build()
     except Exception as exc:  # noqa: BLE001 - reported on every file, the run goes on
