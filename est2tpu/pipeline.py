@@ -37,7 +37,7 @@ from est2tpu.runner import (
     guarded,
     pmap,
 )
-from est2tpu.scan import known_code, remember_code
+from est2tpu.scan import known_code, may_spell, remember_code
 from est2tpu.tfapi import USE_NAMES
 
 
@@ -154,6 +154,10 @@ def _uses_estimator(state: RunState, cid: int, forked: bool = False) -> bool:
     # Most spellings share their last identifier (`tf.estimator.Estimator`,
     # `tf.compat.v1.estimator.Estimator`): each is looked for once.
     if not any(last in cand.source for last in {s.rpartition(".")[2] for s in spellings}):
+        return False
+    # Nor where the raw text shows no spelling (`may_spell`): the text with its inert defs
+    # set aside holds less code (a string literal stands for each def), so no split for it.
+    if not may_spell(cand.source, spellings):
         return False
     if forked:
         split = inert.split(cand.source, None, too_deep) if cand.notebook is None else None
