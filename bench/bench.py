@@ -15,7 +15,8 @@ module whose `main` calls `evaluate` 8,000 times. The five copies of the trees a
 without `.pyc` files, as a fresh clone has none.
 `--only SECTION` (repeatable) runs one part: trees, linearity, big, tfbig, evaluate,
 training, tf2;
-`--write-docs` writes the tables it measured to docs/performance.md.
+`--write-docs` writes the tables it measured to docs/performance.md and the README, and
+the summary's rows of the sections it ran (the others stay as they are).
 Timings on a shared machine are noisy: read the ratios, not the seconds.
 """
 
@@ -24,7 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -483,7 +486,7 @@ SECTIONS = ("trees", "linearity", "big", "tfbig", "evaluate", "training", "tf2")
 DOCS = REPO / "docs" / "performance.md"
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="tensorflow_estimator only")
     ap.add_argument("--skip-training", action="store_true")
@@ -515,14 +518,22 @@ def main() -> None:
         action="store_true",
         help=f"also write the tables to {DOCS.relative_to(REPO)} (replacing the sections run)",
     )
-    args = ap.parse_args()
+    return ap
+
+
+def chosen(args: argparse.Namespace) -> set[str]:
+    """The sections a run with these arguments measures."""
     sections = set(args.only or SECTIONS)
-    if args.quick:
-        sections.discard("linearity")
-    if args.skip_linearity:
+    if args.quick or args.skip_linearity:
         sections.discard("linearity")
     if args.skip_training:
         sections -= {"training", "tf2"}
+    return sections
+
+
+def main() -> None:
+    args = parser().parse_args()
+    sections = chosen(args)
     needs_tf215 = bool(sections & {"trees", "linearity", "training"})
     tables: dict[str, list[str]] = {}
     if not EST2TPU.exists() or (needs_tf215 and not TF_PY.exists()):
@@ -571,29 +582,41 @@ def main() -> None:
                     "\n".join(bench_tf2_vs_keras(work, args.tf2_steps, replicas, args.tf2_rounds)),
                     flush=True,
                 )
-    if MEASURED:
-        tables["summary"] = summary()
+    rows = summary(MEASURED)
+    if rows:
         print()
-        print("\n".join(tables["summary"]), flush=True)
+        print("\n".join([*SUMMARY_HEAD, *(r for sec in rows.values() for r in sec)]), flush=True)
     print(
         f"load average {os.getloadavg()[0]:.1f} at the end; children max RSS "
         f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB"
     )
     if args.write_docs:
-        write_docs(tables, " ".join(sys.argv[1:]))
+        write_docs(tables, rows, " ".join(sys.argv[1:]))
 
 
-def summary() -> list[str]:
-    """The summary table from what this run measured: est2tpu and tf_upgrade_v2 side by side,
-    with each process's peak RSS and the goal."""
-    m = MEASURED
-    lines = [
-        (
-            "| work | est2tpu s | max RSS MB | tf_upgrade_v2 s | max RSS MB | × tf_upgrade_v2 "
-            "| goal | met |"
-        ),
-        "|---|---:|---:|---:|---:|---:|---|---|",
-    ]
+SUMMARY_HEAD = [
+    (
+        "| work | est2tpu s | max RSS MB | tf_upgrade_v2 s | max RSS MB | × tf_upgrade_v2 "
+        "| goal | met |"
+    ),
+    "|---|---:|---:|---:|---:|---:|---|---|",
+]
+# The summary's rows by the section that measures them, in the table's order, with how each
+# row's first cell starts: a run that measures some sections replaces their rows in the docs
+# and keeps the others.
+SUMMARY_ROWS = {
+    "trees": ("TF 2.15 `tensorflow`", "same tree", "five copies"),
+    "big": ("one module of ",),
+    "tfbig": ("the same module, its ",),
+    "evaluate": ("one module calling `evaluate`",),
+}
+
+
+def summary(m: dict[str, tuple[float, float, int]]) -> dict[str, list[str]]:
+    """The summary's rows from what this run measured (`MEASURED`), by section: est2tpu and
+    tf_upgrade_v2 side by side, with each process's peak RSS and the goal."""
+    rows: dict[str, list[str]] = {}
+    lines: list[str] = []
 
     def add(
         work: str,
@@ -611,6 +634,7 @@ def summary() -> list[str]:
         )
 
     if "cold" in m:
+        lines = rows.setdefault("trees", [])
         up = m["up_full"]
         add(
             "TF 2.15 `tensorflow` + `tensorflow_estimator` (1,963 files), `check` cold, "
@@ -636,6 +660,7 @@ def summary() -> list[str]:
             f"{m['warm'][0]:.2f}",
         )
     if "five" in m:
+        lines = rows.setdefault("trees", [])
         files = int(m["five_files"][0])
         per = 1000 * m["five"][0] / files
         cpu, cores = m["five_cpu"][0], m["five_cpu"][1]
@@ -649,6 +674,7 @@ def summary() -> list[str]:
             f"{1000 * cpu / cores / files:.2f} s per 1,000 files over {cores:.0f} cores)",
         )
     if "big" in m:
+        lines = rows.setdefault("big", [])
         ours, up = m["big"], m["up_big"]
         add(
             f"one module of {int(m['big_helpers'][0]):,} small helper functions around a "
@@ -659,6 +685,7 @@ def summary() -> list[str]:
             ours[0] <= 0.3 * up[0] and ours[1] <= 300,
         )
     if "bigtf" in m:
+        lines = rows.setdefault("tfbig", [])
         ours, up = m["bigtf"], m["up_bigtf"]
         add(
             f"the same module, its {int(m['bigtf_helpers'][0]):,} helpers calling TensorFlow",
@@ -668,6 +695,7 @@ def summary() -> list[str]:
             ours[0] <= 0.3 * up[0] and ours[1] <= 300,
         )
     if "evaluate" in m:
+        lines = rows.setdefault("evaluate", [])
         ours = m["evaluate"]
         add(
             f"one module calling `evaluate` {int(m['evaluate_calls'][0]):,} times",
@@ -676,7 +704,7 @@ def summary() -> list[str]:
             "≤ 10 s, ≤ 300 MB",
             ours[0] <= 10 and ours[1] <= 300,
         )
-    return lines
+    return rows
 
 
 TITLES = {
@@ -692,26 +720,90 @@ README = REPO / "README.md"
 README_TABLES = ("summary", "big")
 
 
-def write_docs(tables: dict[str, list[str]], argv: str) -> None:
-    """Replace each measured table in docs/performance.md (a new section at the end when it
-    has none yet) and in the README (where it has the table's markers); the text around the
-    tables is left as it is."""
+def write_docs(tables: dict[str, list[str]], rows: dict[str, list[str]], argv: str) -> None:
+    """Write what this run measured to docs/performance.md and the README (see `updated`)."""
     stamp = (
         f"Measured with `python bench/bench.py {argv}`, {time.strftime('%Y-%m-%d')}, on "
         f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end)."
     )
     for path in (DOCS, README):
         text = path.read_text(encoding="utf-8") if path.exists() else "# Performance\n"
-        for key, lines in tables.items():
-            if key not in TITLES or (path == README and key not in README_TABLES):
-                continue
-            start, end = f"<!-- bench:{key} -->", f"<!-- /bench:{key} -->"
-            block = f"{start}\n{stamp}\n\n" + "\n".join(lines) + f"\n{end}"
-            if start in text and end in text:
-                text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
-            elif path == DOCS:
-                text = text.rstrip("\n") + f"\n\n## {TITLES[key]}\n\n{block}\n"
-        path.write_text(text, encoding="utf-8")
+        path.write_text(updated(text, tables, rows, stamp, readme=path == README), encoding="utf-8")
+
+
+def updated(
+    text: str,
+    tables: dict[str, list[str]],
+    rows: dict[str, list[str]],
+    stamp: str,
+    readme: bool = False,
+) -> str:
+    """`text` with each measured table replaced between its markers (in docs/performance.md, a
+    new section at the end when it has none yet; the README only where it has the markers of
+    one of `README_TABLES`), and the summary's rows of the sections measured (`rows`) replaced,
+    its other rows and their stamps kept. The text around the tables is left as it is."""
+    blocks = {key: [stamp, "", *lines] for key, lines in tables.items() if key in TITLES}
+    if rows:
+        start, end = "<!-- bench:summary -->", "<!-- /bench:summary -->"
+        old = text[text.index(start) + len(start) : text.index(end)] if start in text else ""
+        blocks["summary"] = merged_summary(old, rows, stamp)
+    for key, body in blocks.items():
+        if readme and key not in README_TABLES:
+            continue
+        start, end = f"<!-- bench:{key} -->", f"<!-- /bench:{key} -->"
+        block = "\n".join([start, *body, end])
+        if start in text and end in text:
+            text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
+        elif not readme:
+            text = text.rstrip("\n") + f"\n\n## {TITLES[key]}\n\n{block}\n"
+    return text
+
+
+def row_section(line: str) -> str | None:
+    """The section that measures a row of the summary table (None: a row none of them writes)."""
+    first = line.strip().lstrip("|").strip()
+    for section, starts in SUMMARY_ROWS.items():
+        if first.startswith(starts):
+            return section
+    return None
+
+
+def stamp_sections(stamp: str) -> set[str]:
+    """The sections of the summary the run a stamp names measured."""
+    found = re.search(r"bench/bench\.py([^`]*)`", stamp)
+    if not found:
+        return set()
+    try:
+        args = parser().parse_args(shlex.split(found.group(1)))
+    except SystemExit:
+        return set()
+    return chosen(args) & set(SUMMARY_ROWS)
+
+
+def merged_summary(old: str, rows: dict[str, list[str]], stamp: str) -> list[str]:
+    """The summary block's lines: the rows of the sections in `rows` from this run, the other
+    rows of the `old` block (its text between the markers) as they are, in `SUMMARY_ROWS`'
+    order (rows no section writes last), and each run's stamp: an old stamp stays while a
+    section it measured keeps its rows."""
+    lines = old.strip("\n").splitlines()
+    table = [line for line in lines if line.startswith("|")][2:]
+    stamps = [line for line in lines if line.strip() and not line.startswith("|")]
+    kept: dict[str | None, list[str]] = {}
+    for line in table:
+        kept.setdefault(row_section(line), []).append(line)
+    out: list[str] = []
+    for section in SUMMARY_ROWS:
+        out += rows.get(section) or kept.get(section, [])
+    out += kept.get(None, [])
+    remaining = {s for s in SUMMARY_ROWS if s in kept and s not in rows}
+    old_stamps = [
+        s for s in stamps if remaining and (stamp_sections(s) & remaining or not stamp_sections(s))
+    ]
+    if remaining:
+        names = ", ".join(f"`{s}`" for s in SUMMARY_ROWS if s in rows)
+        stamp = f"The rows of {names}: {stamp[0].lower()}{stamp[1:]}"
+    head = [line for s in [*old_stamps, stamp] for line in (s, "")]
+    return [*head, *SUMMARY_HEAD, *out]
 
 
 if __name__ == "__main__":

@@ -528,10 +528,11 @@ class _Walk:
                 self.add(rel, (self.spelled(rel), reason), None)
                 continue
             # Most entries of a big tree are neither directories nor Python: no paths built.
+            # (`entry.path` is `os.path.join(directory, entry.name)`, as `rel` is below.)
             if not is_dir and not entry.name.endswith(SUFFIXES):
                 continue
-            path = os.path.join(directory, entry.name)
-            rel = os.path.join(rel_dir, entry.name) if rel_dir else entry.name
+            path = entry.path
+            rel = f"{rel_dir}{os.sep}{entry.name}" if rel_dir else entry.name
             if is_dir:
                 if entry.name in DEFAULT_EXCLUDED_DIRS:
                     continue

@@ -7,10 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from est2tpu import cstpatch, cstutil, inert, layout, rulewalk  # noqa: F401 - cstpatch patches LibCST on import
+from est2tpu import cstutil, inert, layout, rulewalk
 from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     DEEP_FOR_RULES,
     MAX_NESTING,
@@ -20,6 +18,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     too_deep,
     verify,
 )
+from est2tpu.cstpatch import AddImportsVisitor, CodemodContext, RemoveImportsVisitor
 from est2tpu.cstutil import IS_NODE, child_fields, gc_paused
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex, forget_codes, module_code

@@ -16,7 +16,7 @@ from typing import Any
 
 import libcst as cst
 
-from est2tpu import inert, pytree, suppressions
+from est2tpu import cstpatch, inert, pytree, suppressions
 from est2tpu.cache import store_result
 from est2tpu.checks import MAX_NESTING, too_deep
 from est2tpu.cstutil import starts
@@ -37,7 +37,7 @@ from est2tpu.runner import (
     guarded,
     pmap,
 )
-from est2tpu.scan import known_code, remember_code
+from est2tpu.scan import known_code, may_spell, remember_code
 from est2tpu.tfapi import USE_NAMES
 
 
@@ -154,6 +154,10 @@ def _uses_estimator(state: RunState, cid: int, forked: bool = False) -> bool:
     # Most spellings share their last identifier (`tf.estimator.Estimator`,
     # `tf.compat.v1.estimator.Estimator`): each is looked for once.
     if not any(last in cand.source for last in {s.rpartition(".")[2] for s in spellings}):
+        return False
+    # Nor where the raw text shows no spelling (`may_spell`): the text with its inert defs
+    # set aside holds less code (a string literal stands for each def), so no split for it.
+    if not may_spell(cand.source, spellings):
         return False
     if forked:
         split = inert.split(cand.source, None, too_deep) if cand.notebook is None else None
@@ -321,8 +325,12 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
         load(cid)
     if progress is not None:
         progress("indexing", len(needed), len(needed))
-    # The rules, imported here once rather than in each worker that finishes the run.
+    # The rules, imported here once rather than in each worker that finishes the run; and
+    # LibCST's codemods where the run migrates a parsed file (the rules add and remove
+    # imports through them), which a run that parses nothing never loads.
     rule_classes()
+    if state.modules:
+        cstpatch.load()
     try:
         return indexer.build()
     except Exception as exc:  # noqa: BLE001 - reported on every file, the run goes on

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from typing import cast
 
 _LONE_CR = re.compile(r"\r(?!\n)")
-# An f-string's opening (any prefix holding f): a text without one has no f-string.
-_F_STRING = re.compile(r"\b(?:[fF][rR]?|[rR][fF])['\"]")
 
 
 @dataclass
@@ -73,13 +71,8 @@ def read(text: str, max_depth: int) -> PyTree | None:
         return None
     assert isinstance(tree, ast.Module)
     found = PyTree(text, tree)
-    fstrings = _F_STRING.search(text) is not None
-    if not _walk(found, max_depth, fstrings):
+    if not _walk(found, max_depth):
         return None
-    if not fstrings and ast.JoinedStr in found.by_type:
-        # An f-string the look for its opening missed: again, marking what is inside.
-        found = PyTree(text, tree)
-        _walk(found, max_depth, fstrings=True)
     return found
 
 
@@ -90,41 +83,83 @@ _FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 _HAS_CTX: dict[type[ast.AST], bool] = {}
 
 
-def _walk(found: PyTree, max_depth: int, fstrings: bool) -> bool:
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    names = _FIELDS[kind] = tuple(name for name in kind._fields if name != "ctx")
+    _HAS_CTX[kind] = "ctx" in kind._fields
+    return names
+
+
+def _walk(found: PyTree, max_depth: int) -> bool:
     """Fill `found.by_type` (expression contexts left out) and `found.in_fstrings`; False
     when the tree nests deeper than `max_depth` (the module at depth 1, each child one
-    deeper, as `ast.iter_child_nodes` gives children: `Load` and `Store` contexts too)."""
+    deeper, as `ast.iter_child_nodes` gives children: `Load` and `Store` contexts too).
+
+    Walked a level at a time: the nodes of one depth, then their children. A field's list
+    may hold what is not a node (a `global` statement's names, a dict's `None` keys for
+    `**`): it is passed over when its level comes."""
     by_type = found.by_type
-    inside = found.in_fstrings
-    stack: list[tuple[ast.AST, int, bool]] = [(found.tree, 1, False)]
-    pop, push = stack.pop, stack.append
     fields_of, has_ctx = _FIELDS, _HAS_CTX
-    while stack:
-        node, depth, in_f = pop()
-        if depth > max_depth:
-            return False
-        kind = type(node)
-        nodes = by_type.get(kind)
-        if nodes is None:
-            nodes = by_type[kind] = []
-        nodes.append(node)
-        if in_f:
-            inside.add(id(node))
-        elif fstrings and kind is ast.JoinedStr:
-            in_f = True
-        names = fields_of.get(kind)
-        if names is None:
-            names = fields_of[kind] = tuple(name for name in kind._fields if name != "ctx")
-            has_ctx[kind] = "ctx" in kind._fields
+    level: list[object] = [found.tree]
+    depth = 1
+    while level:
+        deep = depth > max_depth
+        below: list[object] = []
+        push, extend = below.append, below.extend
+        context = False  # a node of this level has an expression context, one deeper
+        for node in level:
+            kind = type(node)
+            names = fields_of.get(kind)  # type: ignore[arg-type]
+            if names is None:
+                if not isinstance(node, ast.AST):
+                    continue  # a name or None in a field's list
+                names = _fields(kind)  # type: ignore[arg-type]
+            if deep:
+                return False
+            nodes = by_type.get(kind)  # type: ignore[arg-type]
+            if nodes is None:
+                nodes = by_type[kind] = []  # type: ignore[index]
+            nodes.append(node)  # type: ignore[arg-type]
+            if has_ctx[kind]:  # type: ignore[index]
+                context = True
+            for name in names:
+                value = getattr(node, name, None)
+                if value is None:
+                    continue
+                if type(value) is list:
+                    extend(value)
+                elif isinstance(value, ast.AST):
+                    push(value)
+        if context and depth + 1 > max_depth:
+            return False  # a context, a leaf one deeper
         depth += 1
-        if depth > max_depth and has_ctx[kind]:
-            return False  # its context, a leaf one deeper
-        for name in names:
-            value = getattr(node, name, None)
-            if isinstance(value, ast.AST):
-                push((value, depth, in_f))
-            elif type(value) is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        push((item, depth, in_f))
+        level = below
+    if ast.JoinedStr in by_type:
+        found.in_fstrings = _inside(by_type[ast.JoinedStr])
     return True
+
+
+def _inside(fstrings: list[ast.AST]) -> set[int]:
+    """The ids of every node under these f-strings (expression contexts left out, as in
+    `_walk`)."""
+    inside: set[int] = set()
+    stack: list[object] = [
+        value
+        for node in fstrings
+        for name in _FIELDS[type(node)]
+        for value in _children(getattr(node, name, None))
+    ]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, ast.AST) or id(node) in inside:
+            continue
+        inside.add(id(node))
+        names = _FIELDS.get(type(node)) or _fields(type(node))
+        for name in names:
+            stack.extend(_children(getattr(node, name, None)))
+    return inside
+
+
+def _children(value: object) -> list[object]:
+    if type(value) is list:
+        return value
+    return [value] if isinstance(value, ast.AST) else []

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from est2tpu import catalogue
+from est2tpu.cstpatch import AddImportsVisitor, CodemodContext
 from est2tpu.cstutil import IS_STATEMENT, is_multiline, starts, walk
 from est2tpu.ftypes import Edit, Finding, Position, Safety, Target
 from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from est2tpu.cstpatch import AddImportsVisitor, RemoveImportsVisitor
 from est2tpu.cstutil import iter_calls
 from est2tpu.index import ProjectIndex
 from est2tpu.names import attr_chain, in_estimator_only_module

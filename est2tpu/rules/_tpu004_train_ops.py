@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import libcst as cst
-from libcst.codemod.visitors import RemoveImportsVisitor
 
+from est2tpu.cstpatch import RemoveImportsVisitor
 from est2tpu.cstutil import assigned_names, iter_calls, pure_read, unique_name, walk
 from est2tpu.names import dotted
 from est2tpu.rule import Rule

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod.visitors import RemoveImportsVisitor
 
+from est2tpu.cstpatch import RemoveImportsVisitor
 from est2tpu.cstutil import (
     descendants,
     iter_calls,

@@ -4,8 +4,8 @@ tf2 facade's exact equivalents, from one table."""
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod.visitors import RemoveImportsVisitor
 
+from est2tpu.cstpatch import RemoveImportsVisitor
 from est2tpu.cstutil import assigned_names, unique_name
 from est2tpu.rule import FileState
 from est2tpu.rules._tf2 import (

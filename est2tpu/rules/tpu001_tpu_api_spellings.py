@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod.visitors import RemoveImportsVisitor
 
+from est2tpu.cstpatch import RemoveImportsVisitor
 from est2tpu.rule import FileState, Rule
 
 ESTIMATOR_TPU = frozenset(

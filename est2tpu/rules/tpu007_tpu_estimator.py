@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from libcst.codemod import CodemodContext
 
+from est2tpu.cstpatch import CodemodContext
 from est2tpu.cstutil import (
     add_param,
     assigned_names,
