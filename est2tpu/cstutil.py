@@ -7,6 +7,7 @@ import dataclasses
 import gc
 import inspect
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import TypeVar
@@ -132,7 +133,10 @@ _TRIVIA_EXTRA = frozenset(
     }
 )
 _Hooks = dict[type, tuple[Callable[..., object] | None, Callable[..., object] | None]]
-_HOOKS: dict[type, _Hooks | None] = {}
+# By visitor class. Weak: the helpers below define their visitor class at each call, and a
+# class that is gone takes its entry with it.
+_HOOKS: weakref.WeakKeyDictionary[type, _Hooks | None] = weakref.WeakKeyDictionary()
+_LIBCST_VISITORS = frozenset(cst.CSTVisitor.__mro__)
 
 
 def _is_trivia(cls: type) -> bool:
@@ -144,17 +148,21 @@ def _hooks(visitor: cst.CSTVisitor) -> _Hooks | None:
     met), when its class calls them as `CSTVisitor` does and hooks no trivia; else None
     (the visitor is walked through `on_visit`/`on_leave` at every node)."""
     cls = type(visitor)
-    if cls not in _HOOKS:
+    try:
+        hooks = _HOOKS[cls]
+    except KeyError:
         plain = cls.on_visit is cst.CSTVisitor.on_visit and cls.on_leave is cst.CSTVisitor.on_leave
+        # The names the visitor's own classes define (LibCST's `CSTVisitor` hooks nothing).
         hooked_trivia = any(
             _is_trivia(node_cls)
-            for name in dir(cls)
+            for klass in cls.__mro__
+            if klass not in _LIBCST_VISITORS
+            for name in vars(klass)
             if name.startswith(("visit_", "leave_")) and _unbound(cls, name) is not None
             for node_cls in [getattr(cst, name.partition("_")[2], None)]
             if isinstance(node_cls, type)
         )
-        _HOOKS[cls] = {} if plain and not hooked_trivia else None
-    hooks = _HOOKS[cls]
+        hooks = _HOOKS[cls] = {} if plain and not hooked_trivia else None
     if hooks is not None and any(k.startswith(("visit_", "leave_")) for k in vars(visitor)):
         return None  # hooks set on the instance: LibCST's `getattr` finds those first
     return hooks
