@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from hypothesis import strategies as st
 
@@ -794,6 +795,14 @@ class Composition:
         if self.layout == "notebook":
             return ("run_notebook.py",)
         return ("train.py",)
+
+    def write(self, root: Path) -> None:
+        """Write the program under `root`, with the runner that starts a notebook."""
+        for rel, text in self.files().items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        if self.layout == "notebook":
+            (root / "run_notebook.py").write_text(NOTEBOOK_RUNNER, encoding="utf-8")
 
 
 TRAIN_ROWS = 256

@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gen_programs import NOTEBOOK_RUNNER, TWINS, Composition, compositions, covering
+from gen_programs import TWINS, Composition, compositions, covering
 
 from est2tpu import api
 from est2tpu.ftypes import Status
@@ -58,14 +58,6 @@ SAMPLE = [
 ] + [_BY_NAME[name] for name in LATER]
 
 
-def _write(root: Path, comp: Composition) -> None:
-    for rel, text in comp.files().items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    if comp.layout == "notebook":
-        (root / "run_notebook.py").write_text(NOTEBOOK_RUNNER, encoding="utf-8")
-
-
 def _migrate(root: Path, comp: Composition) -> None:
     for result in api.migrate_paths([root], jobs=1):
         assert result.status is not Status.FAILED, result.error
@@ -81,7 +73,7 @@ def test_composition_trains_like_the_original(
     comp: Composition, harness: ModuleType, tmp_path: Path
 ) -> None:
     original = tmp_path / "original"
-    _write(original, comp)
+    comp.write(original)
     migrated = tmp_path / "migrated"
     shutil.copytree(original, migrated)
     _migrate(migrated, comp)

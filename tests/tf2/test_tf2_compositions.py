@@ -23,19 +23,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gen_programs import NOTEBOOK_RUNNER, TWINS, Composition, compositions
+from gen_programs import TWINS, Composition, compositions
 from test_tf2_e2e import STRATEGIES, assert_close, migrate_tree
 
 # Each iterator input shape and "summaries", once: the compositions tests/e2e trains too
 SAMPLE = [c for c in compositions() if c.name in TWINS.values()]
-
-
-def _write(root: Path, comp: Composition) -> None:
-    for rel, text in comp.files().items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    if comp.layout == "notebook":
-        (root / "run_notebook.py").write_text(NOTEBOOK_RUNNER, encoding="utf-8")
 
 
 def test_the_sample_trains_every_new_value() -> None:
@@ -50,7 +42,7 @@ def test_composition_trains_like_the_original_under_xla_over_8_replicas(
     comp: Composition, harness: ModuleType, tfcur: str, tmp_path: Path
 ) -> None:
     original = tmp_path / "original"
-    _write(original, comp)
+    comp.write(original)
     migrated = tmp_path / "migrated"
     shutil.copytree(original, migrated)
     findings = {f.rule_id for r in migrate_tree(migrated) for f in r.findings}
