@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -262,6 +263,12 @@ class ProjectIndex:
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")
+
+
+def scopes_in(keys: Iterable[tuple[str, str, str]], path: str) -> frozenset[str]:
+    """The scopes of `path` among the keys of a (path, scope, node code) table of the
+    index: a rule generates a node's code to look it up only in those."""
+    return frozenset(scope for at, scope, _ in keys if at == path)
 
 
 class CallKeys:

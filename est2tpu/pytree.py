@@ -153,7 +153,9 @@ def _inside(fstrings: list[ast.AST]) -> set[int]:
         if not isinstance(node, ast.AST) or id(node) in inside:
             continue
         inside.add(id(node))
-        names = _FIELDS.get(type(node)) or _fields(type(node))
+        names = _FIELDS.get(type(node))
+        if names is None:
+            names = _fields(type(node))
         for name in names:
             stack.extend(_children(getattr(node, name, None)))
     return inside

@@ -20,7 +20,7 @@ from est2tpu.cstutil import (
     rewritten,
     with_kwarg,
 )
-from est2tpu.index import InputFnPlan, Mode, UseSite, node_code
+from est2tpu.index import InputFnPlan, Mode, UseSite, node_code, scopes_in
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._one_shot_tails import (
     iterator_method,
@@ -56,8 +56,8 @@ class InputFnBatchSize(Rule):
         # the scopes of this file that hold a lambda or a direct call the index planned: a
         # node's code (its key there) is generated only in those
         index, path = self.state.index, self.state.path
-        self._lambda_scopes = {scope for at, scope, _ in index.bound_lambdas if at == path}
-        self._direct_scopes = {scope for at, scope, _ in index.direct_calls if at == path}
+        self._lambda_scopes = scopes_in(index.bound_lambdas, path)
+        self._direct_scopes = scopes_in(index.direct_calls, path)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.defs.append(node)

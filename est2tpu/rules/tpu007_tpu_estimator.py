@@ -20,7 +20,7 @@ from est2tpu.cstutil import (
     too_long,
     with_kwarg,
 )
-from est2tpu.index import Mode, node_code, resolved_batch_sizes
+from est2tpu.index import Mode, node_code, resolved_batch_sizes, scopes_in
 from est2tpu.rule import FileState, Rule
 
 # Positional parameters of Estimator; TPUEstimator shares the first four.
@@ -49,9 +49,7 @@ class TpuEstimator(Rule):
         self._defs: list[cst.FunctionDef | cst.ClassDef] = []  # the nodes of self.scope
         # the scopes of this file that hold a model_fn wrapper lambda: a lambda's code (its
         # key there) is generated only in those
-        self._wrapper_scopes = {
-            scope for path, scope, _ in state.index.model_fn_wrappers if path == state.path
-        }
+        self._wrapper_scopes = scopes_in(state.index.model_fn_wrappers, state.path)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._defs.append(node)
