@@ -201,13 +201,14 @@ def _migrate_scanned(
         else ""
     )
     facts = cache.index_for(inputs_key) if cache is not None else None
+    lengths: dict[str, int | None] = {}  # folder -> its configured line length, this run
 
     def from_cache(facts: str) -> None:
         assert cache is not None
         for cid, cand in enumerate(cands):
             if cid in done:
                 continue
-            key = _file_key(cand, facts)
+            key = _file_key(cand, facts, lengths)
             hit = cache.get(key, cand.result)
             if hit is not None:
                 early[cid] = hit
@@ -253,7 +254,7 @@ def _migrate_scanned(
                 restore_result(entry, cand.result)
                 early[cid] = bool(hit)
                 if cache is not None and new_facts is not None:
-                    key = _file_key(cand, new_facts)
+                    key = _file_key(cand, new_facts, lengths)
                     cache.put(key, cand.result, bool(hit))
     if cache is not None:
         cache.save()
@@ -270,11 +271,11 @@ def _migrate_scanned(
             yield cand.result
 
 
-def _file_key(cand: Candidate, facts: str) -> str:
+def _file_key(cand: Candidate, facts: str, lengths: dict[str, int | None]) -> str:
     """The cache key of a file's result: its path, contents, the project's facts, its
     per-file ignores, and the line length its linter configuration sets (the migrated
-    text wraps at it, `layout`)."""
-    length = layout.configured_line_length(str(cand.result.path))
+    text wraps at it, `layout`; `lengths`: the folders' lengths this run found)."""
+    length = layout.configured_line_length(str(cand.result.path), lengths)
     return Cache.file_key(
         cand.result.path, cand.digest, facts, [*cand.extra, f"\0line-length {length}"]
     )

@@ -42,13 +42,15 @@ FORMAT = 1
 
 
 def digest(*parts: bytes | str) -> str:
-    """A stable hex digest of byte/str parts (length-prefixed, so parts cannot run together)."""
-    h = hashlib.blake2b(digest_size=20)
+    """A stable hex digest of byte/str parts (length-prefixed, so parts cannot run together).
+    SHA-256 from OpenSSL hashes a tree's files about twice as fast as hashlib's own BLAKE2b
+    here (20 MB: 15 against 27 ms); 160 of its bits are kept."""
+    h = hashlib.sha256()
     for part in parts:
         data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
-    return h.hexdigest()
+    return h.hexdigest()[:40]
 
 
 @lru_cache(maxsize=1)

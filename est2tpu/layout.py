@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import ast
 import configparser
+import itertools
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -302,24 +304,45 @@ def line_limit(source: str, path: str) -> int:
     return max(longest, PEP8_LIMIT)
 
 
-def configured_line_length(path: str) -> int | None:
+def configured_line_length(path: str, seen: dict[str, int | None] | None = None) -> int | None:
     """The line length of the linter configuration nearest above `path`, a file on disk:
     ruff (`ruff.toml`, `.ruff.toml`, `[tool.ruff]`), black (`[tool.black]`), flake8 or
     pycodestyle (`setup.cfg`, `tox.ini`, `.flake8`); a section without a length means
     the linter's default (88, or 79). None when no configuration sets one, or `path` is
-    not a file (a text given on its own)."""
-    file = Path(path)
-    if path == "-" or not file.is_file():
+    not a file (a text given on its own). `seen` holds the answers found already, by
+    folder (a run asks for every file of a tree, and reads each configuration once)."""
+    if path == "-":
         return None
-    return _length_above(file.resolve().parent)
+    if seen is None:
+        seen = {}
+    # by the folder as spelled too: its answer is the answer of the folder it resolves to
+    spelled = os.path.dirname(path)
+    if spelled in seen:
+        return seen[spelled] if os.path.isfile(path) else None
+    file = Path(path)
+    if not file.is_file():
+        return None
+    found = seen[spelled] = _length_above(file.resolve().parent, seen)
+    return found
 
 
-def _length_above(directory: Path) -> int | None:
-    for folder in (directory, *directory.parents):
+def _length_above(directory: Path, seen: dict[str, int | None]) -> int | None:
+    """The length configured in `directory` or the nearest folder above it; each folder
+    walked keeps the answer in `seen`."""
+    walked: list[str] = []
+    found: int | None = None
+    for folder in itertools.chain((directory,), directory.parents):
+        key = str(folder)
+        if key in seen:
+            found = seen[key]
+            break
+        walked.append(key)
         found = _length_in(folder)
         if found is not None:
-            return found
-    return None
+            break
+    for key in walked:
+        seen[key] = found
+    return found
 
 
 def _length_in(folder: Path) -> int | None:

@@ -255,6 +255,39 @@ def test_configured_line_length_is_read_from_the_projects_linter_config(tmp_path
     assert configured_line_length(str(tmp_path / "missing.py")) is None
 
 
+def test_one_runs_answers_by_folder_are_each_files_own_answer(tmp_path: Path) -> None:
+    """A run asks for every file with one `seen`: each folder's configuration is read once,
+    and every file still gets the length of the configuration nearest above it, whatever
+    the order it is asked in and however its path is spelled (relative, through a symlink,
+    with `..`)."""
+    for folder, config in {
+        "a": ("ruff.toml", "line-length = 72\n"),
+        "a/b/c": ("pyproject.toml", "[tool.black]\nline-length = 100\n"),
+        "d": ("setup.cfg", "[pycodestyle]\n"),
+        "e": None,
+    }.items():
+        (tmp_path / folder).mkdir(parents=True)
+        if config is not None:
+            (tmp_path / folder / config[0]).write_text(config[1], encoding="utf-8")
+    (tmp_path / "link").symlink_to(tmp_path / "a" / "b")
+    files = ["a/b/c/deep.py", "a/b/mid.py", "a/top.py", "d/x.py", "e/y.py", "a/b/c/other.py"]
+    for name in files:
+        (tmp_path / name).write_text("x = 1\n", encoding="utf-8")
+    spellings = [str(tmp_path / name) for name in files] + [
+        str(tmp_path / "link" / "mid.py"),
+        str(tmp_path / "link" / "c" / "deep.py"),
+        str(tmp_path / "e" / ".." / "a" / "top.py"),
+        str(tmp_path / "a" / "missing.py"),
+    ]
+    alone = [configured_line_length(path) for path in spellings]
+    assert alone == [100, 72, 72, 79, None, 100, 72, 100, 72, None]
+    for order in (spellings, spellings[::-1]):
+        seen: dict[str, int | None] = {}
+        assert [configured_line_length(path, seen) for path in order] == [
+            alone[spellings.index(path)] for path in order
+        ]
+
+
 def test_cli_wraps_at_the_configured_length_and_ruff_agrees(tmp_path: Path) -> None:
     """A project whose ruff config sets 60 columns and passes `ruff check --select I,E501`
     still passes it after `est2tpu migrate`; a changed length is a cache miss."""
