@@ -133,11 +133,11 @@ _TRIVIA_EXTRA = frozenset(
 )
 _Hooks = dict[type, tuple[Callable[..., object] | None, Callable[..., object] | None]]
 # By visitor class, in the class's own namespace: the helpers below define their visitor
-# class at each call, and a class that is gone takes its entry with it. (A table beside the
-# classes kept them all alive, a weak one too: an entry's hooks are the class's functions,
-# which name the class they set `found` on. Every class kept alive is one more that
-# `isinstance(visitor, cst.CSTVisitor)` asks about each new visitor class: LibCST asks it at
-# each node, and each new class cost a pass over all of them.)
+# class at each call, and a class that is gone takes its entry with it. A table beside the
+# classes would keep them alive, a weak one too: an entry's hooks are the class's functions,
+# and a hook that names its class (`V.found = True`) holds it. Each class kept alive is one
+# more that `isinstance(visitor, cst.CSTVisitor)` (LibCST asks it at each node) goes through
+# for every new visitor class: a long run would slow down as it goes.
 _HOOKS_ATTR = "_est2tpu_walk_hooks"
 _LIBCST_VISITORS = frozenset(cst.CSTVisitor.__mro__)
 

@@ -134,7 +134,7 @@ def test_a_visitor_class_made_at_each_call_is_freed() -> None:
     (`V.found = True`). Once a call is over, nothing of the walk keeps the class alive: each
     class kept is one more subclass of `cst.CSTVisitor`, which `isinstance(visitor,
     cst.CSTVisitor)` (LibCST asks it at each node) goes through for every new visitor class:
-    the migration of every fixture slowed down run after run."""
+    a long run would slow down as it goes."""
     module = cst.parse_module("def f(params):\n    return params['batch_size']\n")
 
     def found_in(tree: cst.Module) -> tuple[bool, weakref.ref[type]]:
