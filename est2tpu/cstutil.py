@@ -7,7 +7,6 @@ import dataclasses
 import gc
 import inspect
 import re
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import TypeVar
@@ -133,9 +132,13 @@ _TRIVIA_EXTRA = frozenset(
     }
 )
 _Hooks = dict[type, tuple[Callable[..., object] | None, Callable[..., object] | None]]
-# By visitor class. Weak: the helpers below define their visitor class at each call, and a
-# class that is gone takes its entry with it.
-_HOOKS: weakref.WeakKeyDictionary[type, _Hooks | None] = weakref.WeakKeyDictionary()
+# By visitor class, in the class's own namespace: the helpers below define their visitor
+# class at each call, and a class that is gone takes its entry with it. A table beside the
+# classes would keep them alive, a weak one too: an entry's hooks are the class's functions,
+# and a hook that names its class (`V.found = True`) holds it. Each class kept alive is one
+# more that `isinstance(visitor, cst.CSTVisitor)` (LibCST asks it at each node) goes through
+# for every new visitor class: a long run would slow down as it goes.
+_HOOKS_ATTR = "_est2tpu_walk_hooks"
 _LIBCST_VISITORS = frozenset(cst.CSTVisitor.__mro__)
 
 
@@ -149,7 +152,7 @@ def _hooks(visitor: cst.CSTVisitor) -> _Hooks | None:
     (the visitor is walked through `on_visit`/`on_leave` at every node)."""
     cls = type(visitor)
     try:
-        hooks = _HOOKS[cls]
+        hooks: _Hooks | None = vars(cls)[_HOOKS_ATTR]  # its own, not a base class's
     except KeyError:
         plain = cls.on_visit is cst.CSTVisitor.on_visit and cls.on_leave is cst.CSTVisitor.on_leave
         # The names the visitor's own classes define (LibCST's `CSTVisitor` hooks nothing).
@@ -162,7 +165,8 @@ def _hooks(visitor: cst.CSTVisitor) -> _Hooks | None:
             for node_cls in [getattr(cst, name.partition("_")[2], None)]
             if isinstance(node_cls, type)
         )
-        hooks = _HOOKS[cls] = {} if plain and not hooked_trivia else None
+        hooks = {} if plain and not hooked_trivia else None
+        setattr(cls, _HOOKS_ATTR, hooks)
     if hooks is not None and any(k.startswith(("visit_", "leave_")) for k in vars(visitor)):
         return None  # hooks set on the instance: LibCST's `getattr` finds those first
     return hooks

@@ -5,6 +5,8 @@ trivia, overrides `on_visit`, or carries a hook on the instance is walked node b
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 
 import libcst as cst
@@ -112,3 +114,40 @@ def test_a_hook_on_the_instance_is_called() -> None:
     cstutil.walk(module, ours)
     assert ours.calls == theirs.calls  # type: ignore[attr-defined]
     assert sum(1 for call in ours.calls if call[0] == "own") == 2  # type: ignore[attr-defined]
+
+
+def test_a_subclass_hooking_trivia_does_not_take_its_bases_walk() -> None:
+    module = cst.parse_module("f(a, b)\n")
+    base = _recorder()
+    assert cstutil._hooks(base()) is not None  # the base's answer is kept, on the base
+
+    def comma(self: cst.CSTVisitor, node: cst.CSTNode) -> None:
+        self.calls.append(("visit", "Comma", id(node)))  # type: ignore[attr-defined]
+
+    sub = type("WithComma", (base,), {"visit_Comma": comma})
+    assert cstutil._hooks(sub()) is None
+    assert any(name == "Comma" for _, name, _ in _same(module, sub))
+
+
+def test_a_visitor_class_made_at_each_call_is_freed() -> None:
+    """The helpers define their visitor class at each call, and its hooks name the class
+    (`V.found = True`). Once a call is over, nothing of the walk keeps the class alive: each
+    class kept is one more subclass of `cst.CSTVisitor`, which `isinstance(visitor,
+    cst.CSTVisitor)` (LibCST asks it at each node) goes through for every new visitor class:
+    a long run would slow down as it goes."""
+    module = cst.parse_module("def f(params):\n    return params['batch_size']\n")
+
+    def found_in(tree: cst.Module) -> tuple[bool, weakref.ref[type]]:
+        class V(cst.CSTVisitor):
+            found = False
+
+            def visit_Subscript(self, node: cst.Subscript) -> None:
+                V.found = True
+
+        cstutil.walk(tree, V())
+        return V.found, weakref.ref(V)
+
+    runs = [found_in(module) for _ in range(3)]
+    assert [found for found, _ in runs] == [True] * 3
+    gc.collect()
+    assert [ref() for _, ref in runs] == [None] * 3
