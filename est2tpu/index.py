@@ -225,6 +225,9 @@ class SourceModule:
     # names the module itself binds by assignments: how many (a name bound once at module
     # level, `EVAL_SEQUENCES = N // 4`, `FLAGS = flags.FLAGS`, holds one value for the run)
     module_assigns: dict[str, int] = field(default_factory=dict)
+    # def paths the module defines more than once (a tutorial's second `def input_fn` for
+    # predict): `defs` holds the last, and a name of them is no one function for the run
+    redefined: set[str] = field(default_factory=set)
     run_config_vars: set[str] = field(default_factory=set)  # names assigned a RunConfig(...)
 
 

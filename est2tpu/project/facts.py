@@ -59,6 +59,8 @@ class DefCollector(Scoped):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
+        if self.here in self.src.defs:
+            self.src.redefined.add(self.here)
         self.src.defs[self.here] = node
 
     def assign(self, node: cst.Assign) -> None:
@@ -258,6 +260,8 @@ class ProjectFacts:
             parts = scope.split(".") if scope else []
             for i in range(len(parts), -1, -1):
                 candidate = ".".join([*parts[:i], head])
+                if candidate in src.redefined:
+                    return None
                 if candidate in src.defs:
                     return (src.path, candidate)
         target = src.relative.get(head) or src.imports.bindings.get(head)
@@ -270,8 +274,21 @@ class ProjectFacts:
             module_name, fn_name = ".".join(parts[:cut]), ".".join(parts[cut:])
             other = self.module_for(module_name, src.path) or self.sibling(src, module_name)
             if other is not None and fn_name in other.defs:
-                return (other.path, fn_name)
+                return None if fn_name in other.redefined else (other.path, fn_name)
         return None
+
+    def redefined_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> bool:
+        """Does the expression name a def of this module that the module defines more than
+        once (`resolve_fn` ties it to none: the call may run either)?"""
+        name = dotted(expr)
+        if name is None or "." in name:
+            return False
+        parts = scope.split(".") if scope else []
+        for i in range(len(parts), -1, -1):
+            candidate = ".".join([*parts[:i], name])
+            if candidate in src.defs:
+                return candidate in src.redefined
+        return False
 
     def sibling(self, src: SourceModule, module_name: str) -> SourceModule | None:
         """`from pkg.sub import model` in pkg/sub/task.py, when the run started below the

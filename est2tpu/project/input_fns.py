@@ -46,6 +46,15 @@ from est2tpu.tfapi import (
 )
 
 
+def defined_twice(what: str) -> str:
+    """The problem of an input function whose name its module binds to more than one def (a
+    tutorial's second `def input_fn` for predict, defs in the branches of an `if`)."""
+    return (
+        f"{what} is defined more than once in its module and the call may run either def, "
+        "so est2tpu cannot plan its batch size; give each def its own name"
+    )
+
+
 class InputFns(BatchSources):
     """What an input function handed to train/evaluate/predict or a spec is, and how it
     becomes one that takes params."""
@@ -128,6 +137,13 @@ class InputFns(BatchSources):
                     "the input_fn lambda returns tensors from an iterator (`get_next()`): "
                     "TPUEstimator on TPU needs the tf.data.Dataset itself, batched by "
                     "params['batch_size']; make it `lambda params: <the dataset>` by hand"
+                )
+                return None
+            if target_key is None and self.ix.redefined_fn(self.src, self.here, body.func):
+                site.problems.append(
+                    defined_twice(
+                        f"the function the input_fn lambda calls, `{self.code(body.func)}`,"
+                    )
                 )
                 return None
             if target_key is None:
@@ -213,6 +229,9 @@ class InputFns(BatchSources):
             bindings = bind_call(self.ix.fn(factory), made)
         else:
             target_key = self.ix.resolve_callable(self.src, self.here, expr)
+            if target_key is None and self.ix.redefined_fn(self.src, self.here, expr):
+                site.problems.append(defined_twice(f"input_fn `{self.code(expr)}`"))
+                return None
             if target_key is None:
                 site.problems.append(
                     "input_fn could not be resolved to a function in this project; it must "

@@ -260,7 +260,9 @@ class UseCollector(InputFns, CtorSites):
             qualified = self.src.imports.qualify(node.func) or ""
             called = feature_column_calls(self.src.module, self.src.imports.tf_name)
             columns = {short for name in called if is_column_kind(short := name.rsplit(".", 1)[-1])}
-            plan.refusal = premade_refusal(name[10:], qualified, node, self.ix.use_runtime, columns)
+            plan.refusal = premade_refusal(
+                name[10:], qualified, node, self.ix.use_runtime, columns
+            ) or self.ix.forced.get(self.node_keys[id(node)])
             plan.convert = plan.refusal is None
             return
         if name in KERAS_TO_ESTIMATOR:
