@@ -260,8 +260,6 @@ class ProjectFacts:
             parts = scope.split(".") if scope else []
             for i in range(len(parts), -1, -1):
                 candidate = ".".join([*parts[:i], head])
-                if candidate in src.redefined:
-                    return None
                 if candidate in src.defs:
                     return (src.path, candidate)
         target = src.relative.get(head) or src.imports.bindings.get(head)
@@ -274,21 +272,16 @@ class ProjectFacts:
             module_name, fn_name = ".".join(parts[:cut]), ".".join(parts[cut:])
             other = self.module_for(module_name, src.path) or self.sibling(src, module_name)
             if other is not None and fn_name in other.defs:
-                return None if fn_name in other.redefined else (other.path, fn_name)
+                return (other.path, fn_name)
         return None
 
     def redefined_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> bool:
         """Does the expression name a def of this module that the module defines more than
-        once (`resolve_fn` ties it to none: the call may run either)?"""
-        name = dotted(expr)
-        if name is None or "." in name:
-            return False
-        parts = scope.split(".") if scope else []
-        for i in range(len(parts), -1, -1):
-            candidate = ".".join([*parts[:i], name])
-            if candidate in src.defs:
-                return candidate in src.redefined
-        return False
+        once (`resolve_fn` answers the last; a call made between the defs, or in either
+        branch of an `if`, may run another)? An import binds the last def the imported
+        module ran, which `resolve_fn` answers."""
+        key = self.resolve_fn(src, scope, expr)
+        return key is not None and key[0] == src.path and key[1] in src.redefined
 
     def sibling(self, src: SourceModule, module_name: str) -> SourceModule | None:
         """`from pkg.sub import model` in pkg/sub/task.py, when the run started below the

@@ -139,7 +139,7 @@ class InputFns(BatchSources):
                     "params['batch_size']; make it `lambda params: <the dataset>` by hand"
                 )
                 return None
-            if target_key is None and self.ix.redefined_fn(self.src, self.here, body.func):
+            if self.ix.redefined_fn(self.src, self.here, body.func):
                 site.problems.append(
                     defined_twice(
                         f"the function the input_fn lambda calls, `{self.code(body.func)}`,"
@@ -228,10 +228,10 @@ class InputFns(BatchSources):
             target_key = inner
             bindings = bind_call(self.ix.fn(factory), made)
         else:
-            target_key = self.ix.resolve_callable(self.src, self.here, expr)
-            if target_key is None and self.ix.redefined_fn(self.src, self.here, expr):
+            if self.ix.redefined_fn(self.src, self.here, expr):
                 site.problems.append(defined_twice(f"input_fn `{self.code(expr)}`"))
                 return None
+            target_key = self.ix.resolve_callable(self.src, self.here, expr)
             if target_key is None:
                 site.problems.append(
                     "input_fn could not be resolved to a function in this project; it must "
