@@ -275,7 +275,8 @@ class UseCollector(InputFns, CtorSites):
             optimizers = compiled_optimizers(self.ix, self.src, self.here, node) or ()
             reasons = [why for why in map(why_unmappable, optimizers) if why is not None]
             plan.unmappable_optimizer = reasons[0] if reasons else None
-            plan.convert = plan.unmappable_optimizer is None
+            plan.refusal = self.ix.forced.get(self.node_keys[id(node)])
+            plan.convert = plan.unmappable_optimizer is None and plan.refusal is None
             return
         if name in ESTIMATOR_CTORS:
             plan = self.ctor_plan(node)
