@@ -225,6 +225,10 @@ class SourceModule:
     # names the module itself binds by assignments: how many (a name bound once at module
     # level, `EVAL_SEQUENCES = N // 4`, `FLAGS = flags.FLAGS`, holds one value for the run)
     module_assigns: dict[str, int] = field(default_factory=dict)
+    # def paths the module defines more than once (a tutorial's second `def input_fn` for
+    # predict, defs in an `if`'s branches): `defs` holds the last, which a use between the
+    # defs, or in a branch, may not run
+    redefined: set[str] = field(default_factory=set)
     run_config_vars: set[str] = field(default_factory=set)  # names assigned a RunConfig(...)
 
 

@@ -450,7 +450,11 @@ def _mask_cell(cell: _CodeCell, placeholders: dict[int, str]) -> None:
         if lexer.at_start:
             stripped = line.strip()
             if stripped and (stripped[0] in "%!?" or _MAGIC_ASSIGN.match(stripped)):
-                shell_indent = _indent(line)
+                # IPython drops the indentation of a cell's first line (` !gcloud ...`
+                # pasted with a space), so that line opens no block: its placeholder starts
+                # the program's line; a line in a block keeps its block's indentation.
+                opens_cell = not any(text.strip() for text in out)
+                shell_indent = "" if opens_cell else _indent(line)
                 out.append(_placeholder(line, shell_indent, placeholders))
                 shell_continues = line.rstrip("\r\n").endswith("\\")
                 continue

@@ -103,6 +103,61 @@ def test_bash_cell_between_the_model_fn_and_the_estimator_cells(tmp_path: Path) 
     compile("\n".join(c for i, c in enumerate(new) if i != bash and i != 0), "nb", "exec")
 
 
+@pytest.mark.parametrize(
+    "cell",
+    [
+        " !gcloud ml-engine versions list --model mnist",
+        "\n  %ls -la \\\n    models",
+        "\t!echo one\n!echo two",
+    ],
+)
+def test_an_indented_shell_line_opening_a_cell_keeps_the_notebook(
+    tmp_path: Path, cell: str
+) -> None:
+    """IPython drops the indentation of a cell's first line, so ` !gcloud ...` runs; the
+    notebook migrates and that cell stays byte for byte."""
+    nb = json.loads((NOTEBOOKS / "datalab_sh.before.ipynb").read_text(encoding="utf-8"))
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": cell.splitlines(keepends=True),
+        },
+    )
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    done = est2tpu("migrate", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    new = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert source(new[-1]) == cell
+    assert any("TPUEstimator(" in source(c) for c in new)
+
+
+def test_an_indented_python_line_after_an_indented_shell_line_still_fails(
+    tmp_path: Path,
+) -> None:
+    nb = json.loads((NOTEBOOKS / "datalab_sh.before.ipynb").read_text(encoding="utf-8"))
+    nb["cells"].insert(
+        1,
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": [" !ls\n", " x = 1"],
+        },
+    )
+    path = tmp_path / "nb.ipynb"
+    raw = json.dumps(nb, indent=1)
+    path.write_text(raw, encoding="utf-8")
+    done = est2tpu("migrate", str(path))
+    assert done.returncode == 2
+    assert f"{path}: error: cannot parse cell 2:" in done.stdout + done.stderr
+    assert path.read_text(encoding="utf-8") == raw
+
+
 def test_crlf_cells_get_crlf_in_the_lines_added(tmp_path: Path) -> None:
     path = tmp_path / "nb.ipynb"
     shutil.copyfile(NOTEBOOKS / "crlf_cell_sources.before.ipynb", path)

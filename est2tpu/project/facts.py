@@ -59,6 +59,8 @@ class DefCollector(Scoped):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
+        if self.here in self.src.defs:
+            self.src.redefined.add(self.here)
         self.src.defs[self.here] = node
 
     def assign(self, node: cst.Assign) -> None:
@@ -272,6 +274,14 @@ class ProjectFacts:
             if other is not None and fn_name in other.defs:
                 return (other.path, fn_name)
         return None
+
+    def redefined_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> bool:
+        """Does the expression name a def of this module that the module defines more than
+        once (`resolve_fn` answers the last; a call made between the defs, or in either
+        branch of an `if`, may run another)? An import binds the last def the imported
+        module ran, which `resolve_fn` answers."""
+        key = self.resolve_fn(src, scope, expr)
+        return key is not None and key[0] == src.path and key[1] in src.redefined
 
     def sibling(self, src: SourceModule, module_name: str) -> SourceModule | None:
         """`from pkg.sub import model` in pkg/sub/task.py, when the run started below the

@@ -46,6 +46,15 @@ from est2tpu.tfapi import (
 )
 
 
+def defined_twice(what: str) -> str:
+    """The problem of an input function whose name its module binds to more than one def (a
+    tutorial's second `def input_fn` for predict, defs in the branches of an `if`)."""
+    return (
+        f"{what} is defined more than once in its module and the call may run either def, "
+        "so est2tpu cannot plan its batch size; give each def its own name"
+    )
+
+
 class InputFns(BatchSources):
     """What an input function handed to train/evaluate/predict or a spec is, and how it
     becomes one that takes params."""
@@ -130,6 +139,13 @@ class InputFns(BatchSources):
                     "params['batch_size']; make it `lambda params: <the dataset>` by hand"
                 )
                 return None
+            if self.ix.redefined_fn(self.src, self.here, body.func):
+                site.problems.append(
+                    defined_twice(
+                        f"the function the input_fn lambda calls, `{self.code(body.func)}`,"
+                    )
+                )
+                return None
             if target_key is None:
                 site.problems.append(
                     "the function the input_fn lambda calls is not defined in this project"
@@ -212,6 +228,9 @@ class InputFns(BatchSources):
             target_key = inner
             bindings = bind_call(self.ix.fn(factory), made)
         else:
+            if self.ix.redefined_fn(self.src, self.here, expr):
+                site.problems.append(defined_twice(f"input_fn `{self.code(expr)}`"))
+                return None
             target_key = self.ix.resolve_callable(self.src, self.here, expr)
             if target_key is None:
                 site.problems.append(

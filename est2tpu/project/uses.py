@@ -260,7 +260,9 @@ class UseCollector(InputFns, CtorSites):
             qualified = self.src.imports.qualify(node.func) or ""
             called = feature_column_calls(self.src.module, self.src.imports.tf_name)
             columns = {short for name in called if is_column_kind(short := name.rsplit(".", 1)[-1])}
-            plan.refusal = premade_refusal(name[10:], qualified, node, self.ix.use_runtime, columns)
+            plan.refusal = premade_refusal(
+                name[10:], qualified, node, self.ix.use_runtime, columns
+            ) or self.ix.forced.get(self.node_keys[id(node)])
             plan.convert = plan.refusal is None
             return
         if name in KERAS_TO_ESTIMATOR:
@@ -273,7 +275,8 @@ class UseCollector(InputFns, CtorSites):
             optimizers = compiled_optimizers(self.ix, self.src, self.here, node) or ()
             reasons = [why for why in map(why_unmappable, optimizers) if why is not None]
             plan.unmappable_optimizer = reasons[0] if reasons else None
-            plan.convert = plan.unmappable_optimizer is None
+            plan.refusal = self.ix.forced.get(self.node_keys[id(node)])
+            plan.convert = plan.unmappable_optimizer is None and plan.refusal is None
             return
         if name in ESTIMATOR_CTORS:
             plan = self.ctor_plan(node)

@@ -12,7 +12,7 @@ from est2tpu.cstutil import explode, one_per_line
 from est2tpu.names import single_assignments
 from est2tpu.rule import FileState
 from est2tpu.rules._tf2005_optimizers import TF1_NO_KERAS, TF1_OPTIMIZERS, is_none
-from est2tpu.tfapi import feature_column_calls
+from est2tpu.tfapi import feature_column_calls, is_column_kind
 
 PREMADE_PREFIXES = ("Baseline", "BoostedTrees", "DNN", "Linear")
 # TF 2.15's V2 premade estimators the facade builds exactly (est2tpu/runtime/tf2/premade.py),
@@ -156,12 +156,17 @@ class PremadeChecks:
     v1_partitioned: dict[int, str]
 
     def column_kinds(self, exact: frozenset[str]) -> list[str]:
-        """The `tf.feature_column.*` functions this module calls, other than the exact ones."""
+        """The `tf.feature_column.*` columns this module builds, other than the exact ones
+        (`make_parse_example_spec`, `input_layer` build no column)."""
         if self._columns is None:
             current = self.state.current
             found = feature_column_calls(current, self.tf_name) if current is not None else ()
             self._columns = sorted(found)
-        return [name.rsplit(".", 1)[-1] for name in self._columns if name not in exact]
+        return [
+            short
+            for name in self._columns
+            if name not in exact and is_column_kind(short := name.rsplit(".", 1)[-1])
+        ]
 
     def _relaid(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """A V1 premade whose rewrite made a line too long, laid out one argument per line

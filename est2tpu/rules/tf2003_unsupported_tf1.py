@@ -101,6 +101,43 @@ DERIVED_METRIC_VALUE = (
 )
 
 
+# TF1's names of `UNSUPPORTED` that TF 2.x's own `tf` lacks (`tf.get_variable`,
+# `tf.placeholder`, `tf.summary.merge_all`): spelled plain, as a model_fn written for TF 1
+# spells them, they fail on TF 2.x before the facade runs anything.
+PLAIN_TF1_ONLY = frozenset(
+    {
+        "get_variable",
+        "placeholder",
+        "Session",
+        "InteractiveSession",
+        "get_collection",
+        "add_to_collection",
+        "get_default_graph",
+        "global_variables",
+        "local_variables",
+        "GraphKeys",
+        "py_func",
+        "summary.merge",
+        "summary.merge_all",
+        "summary.FileWriter",
+        "summary.tensor_summary",
+    }
+)
+# TF 1.x's `tf.contrib` in a model_fn: TF 2.x has none of it. Its Estimator modules are
+# TF2001's to map and TF2004's to report.
+CONTRIB = "contrib."
+CONTRIB_ESTIMATOR = ("contrib.estimator", "contrib.learn", "contrib.tpu")
+CONTRIB_HINT = (
+    "write it with TF 2.x ops, or with the tf.compat.v1 layers, losses, metrics and "
+    "optimizers the facade maps"
+)
+
+
+def plain_top(name: str) -> bool:
+    """Is `tf.<name>` (plain) one of TF1's names TF 2.x's `tf` lacks?"""
+    return any(name == top or name.startswith(f"{top}.") for top in PLAIN_TF1_ONLY)
+
+
 def unsupported(name: str) -> str | None:
     for prefix, hint in UNSUPPORTED.items():
         if name == prefix or (prefix.endswith(".") and name.startswith(prefix)):
@@ -277,7 +314,33 @@ class UnsupportedTf1(Rule):
         """`tf.metrics.mean_iou`, `tf.losses.get_total_loss`: TF1's, as TF 2.x's Keras
         `tf.metrics`/`tf.losses` have no such name; TF2002 maps the ones the facade has."""
         name = qualified.removeprefix("tensorflow.")
-        if name == qualified or name in TABLE or not plain_tf1(name):
+        if name == qualified or name in TABLE or qualified in CREATE_TRAIN_OP:
+            return
+        if name.startswith(CONTRIB) and not name.startswith(CONTRIB_ESTIMATOR):
+            self.refuse(
+                node,
+                f"`tf.{name}` is TensorFlow 1.x's tf.contrib, which TF 2.x does not have, so "
+                f"the migrated model_fn would fail; {CONTRIB_HINT}",
+            )
+            return
+        if plain_top(name) and name == "py_func":
+            self.refuse(
+                node,
+                "`tf.py_func` is TensorFlow 1's `tf.compat.v1.py_func` (TF 2.x's `tf` has no "
+                "such name, so the migrated model_fn would fail): it runs Python on the host, "
+                "which no TPU can run; keep the work outside the model_fn (in the input_fn, or "
+                "after predict), or call tf.numpy_function where no TPU runs it",
+            )
+            return
+        if plain_top(name):
+            self.refuse(
+                node,
+                f"`tf.{name}` is TensorFlow 1's `tf.compat.v1.{name}` (TF 2.x's `tf` has no "
+                "such name, so the migrated model_fn would fail) and has no exact TF2 "
+                f"equivalent in a model_fn run by the tf2 facade; {unsupported(name)}",
+            )
+            return
+        if not plain_tf1(name):
             return
         hint = unsupported(name)
         if hint is not None:
