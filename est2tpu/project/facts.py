@@ -276,12 +276,19 @@ class ProjectFacts:
         return None
 
     def redefined_fn(self, src: SourceModule, scope: str, expr: cst.BaseExpression) -> bool:
-        """Does the expression name a def of this module that the module defines more than
-        once (`resolve_fn` answers the last; a call made between the defs, or in either
-        branch of an `if`, may run another)? An import binds the last def the imported
-        module ran, which `resolve_fn` answers."""
+        """Does the expression, used in `scope`, name a def that this scope itself defines
+        more than once? A use among the defs runs the def bound where it stands (the
+        tutorial's train call before its second `def input_fn`, or either branch of an
+        `if`), which `resolve_fn`, answering the last, cannot tell. A use inside another
+        function runs the def bound when that function is called, after the module ran, as
+        an import binds the last def the imported module ran: `resolve_fn`'s answer."""
         key = self.resolve_fn(src, scope, expr)
-        return key is not None and key[0] == src.path and key[1] in src.redefined
+        return (
+            key is not None
+            and key[0] == src.path
+            and key[1] in src.redefined
+            and key[1].rpartition(".")[0] == scope
+        )
 
     def sibling(self, src: SourceModule, module_name: str) -> SourceModule | None:
         """`from pkg.sub import model` in pkg/sub/task.py, when the run started below the
