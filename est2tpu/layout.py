@@ -311,19 +311,15 @@ def configured_line_length(path: str, seen: dict[str, int | None] | None = None)
     the linter's default (88, or 79). None when no configuration sets one, or `path` is
     not a file (a text given on its own). `seen` holds the answers found already, by
     folder (a run asks for every file of a tree, and reads each configuration once)."""
-    if path == "-":
+    if path == "-" or not os.path.isfile(path):
         return None
     if seen is None:
         seen = {}
     # by the folder as spelled too: its answer is the answer of the folder it resolves to
     spelled = os.path.dirname(path)
-    if spelled in seen:
-        return seen[spelled] if os.path.isfile(path) else None
-    file = Path(path)
-    if not file.is_file():
-        return None
-    found = seen[spelled] = _length_above(file.resolve().parent, seen)
-    return found
+    if spelled not in seen:
+        seen[spelled] = _length_above(Path(path).resolve().parent, seen)
+    return seen[spelled]
 
 
 def _length_above(directory: Path, seen: dict[str, int | None]) -> int | None:

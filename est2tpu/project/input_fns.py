@@ -47,8 +47,8 @@ from est2tpu.tfapi import (
 
 
 def defined_twice(what: str) -> str:
-    """The problem of an input function whose name its module binds to more than one def (a
-    tutorial's second `def input_fn` for predict, defs in the branches of an `if`)."""
+    """The problem of an input function whose name the scope using it binds to more than one
+    def (a tutorial's second `def input_fn` for predict, defs in the branches of an `if`)."""
     return (
         f"{what} is defined more than once in its module and the call may run either def, "
         "so est2tpu cannot plan its batch size; give each def its own name"

@@ -323,7 +323,7 @@ class UnsupportedTf1(Rule):
                 f"the migrated model_fn would fail; {CONTRIB_HINT}",
             )
             return
-        if plain_top(name) and name == "py_func":
+        if name == "py_func":
             self.refuse(
                 node,
                 "`tf.py_func` is TensorFlow 1's `tf.compat.v1.py_func` (TF 2.x's `tf` has no "
