@@ -1,0 +1,134 @@
+"""Random ops under the tpu-estimator target: on CPU the migrated program gives every random
+op of its training graph the seeds the original's gives it, so it trains bit-identically to
+an original that is reproducible itself, and like it otherwise.
+
+``programs/random_ops.py`` trains five shapes (``tf.compat.v1.layers.dropout``;
+``tf.random.normal`` and ``tf.nn.dropout`` over an unseeded shuffle; a Keras ``Dropout`` in a
+model_fn; ``DNNClassifier(dropout=...)``; ``model_to_estimator`` of a model with
+``GaussianNoise`` and ``Dropout``) and records the seeds of each training graph's random ops.
+
+- Seeded (``RunConfig(tf_random_seed=...)`` and ``tf.keras.utils.set_random_seed``): the
+  migration's losses, predictions and seeds equal the original's.
+- Unseeded: TensorFlow's ``get_seed`` gives an op without a seed of its own, in a graph
+  without a seed, the seeds (0, 0), and the kernel then draws fresh ones at each run. The
+  original differs from itself; the migration gives each op the same (0, 0).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from est2tpu.api import migrate_paths
+from est2tpu.ftypes import Status
+from est2tpu.textio import encode
+
+pytestmark = pytest.mark.tf
+
+PROGRAM = Path(__file__).with_name("programs") / "random_ops.py"
+SHAPES = ["keras_layers", "keras_model", "layers_dropout", "nn_ops", "premade"]
+# The random ops each shape's training graph runs (the ops whose seeds decide the run).
+RANDOM_OPS = {
+    "layers_dropout": ["dropout/dropout/random_uniform/RandomUniform", "ShuffleDataset"],
+    "nn_ops": [
+        "random_normal/RandomStandardNormal",
+        "dropout/random_uniform/RandomUniform",
+        "ShuffleDataset",
+    ],
+    "keras_layers": ["dropout/dropout/random_uniform/RandomUniform", "ShuffleDataset"],
+    "premade": [
+        "dnn/hiddenlayer_0/kernel/Initializer/random_uniform/RandomUniform",
+        "dnn/dropout/dropout/random_uniform/RandomUniform",
+        "dnn/logits/kernel/Initializer/random_uniform/RandomUniform",
+        "ShuffleDataset",
+    ],
+    "keras_model": [
+        "noise/random_normal/RandomStandardNormal",
+        "drop/dropout/random_uniform/RandomUniform",
+        "ShuffleDataset",
+    ],
+}
+# An op with an explicit seed: the shuffle of `seeded_input_fn` (seed=11).
+EXPLICIT = {("layers_dropout", "ShuffleDataset"), ("keras_layers", "ShuffleDataset")}
+
+
+def write(text: str, folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    program = folder / "random_ops.py"
+    program.write_text(text)
+    return program
+
+
+def migrated_copy(text: str, folder: Path) -> Path:
+    """Write ``text`` as ``folder/random_ops.py``, migrate it (tpu-estimator), return it."""
+    program = write(text, folder)
+    (result,) = migrate_paths([program])
+    assert result.status is Status.CHANGED, result.error
+    assert result.findings == []
+    assert result.new_text is not None
+    program.write_bytes(encode(result.new_text, result.encoding, result.bom))
+    return program
+
+
+def run(harness: ModuleType, python: str, program: Path, work: Path) -> dict[str, Any]:
+    report, _ = harness.run_program(python, program, work)
+    assert sorted(report) == SHAPES
+    return report
+
+
+def seeds_of(report: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
+    return {
+        shape: {name: (seed, seed2) for name, seed, seed2 in result["seeds"]}
+        for shape, result in report.items()
+    }
+
+
+def test_random_ops_train_bit_identically_when_the_original_is_seeded(
+    harness: ModuleType, tmp_path: Path
+) -> None:
+    python = harness.tf_python()
+    original_text = PROGRAM.read_text()
+    assert "\nSEEDED = True\n" in original_text
+    migrated = migrated_copy(original_text, tmp_path / "migrated")
+    text = migrated.read_text()
+    assert text.count("tf.compat.v1.estimator.tpu.TPUEstimator(") == 3
+    assert "tpu_runtime.premade.DNNClassifier(" in text
+    assert "tpu_runtime.model_to_estimator(" in text
+    program = write(original_text, tmp_path / "original")
+    original = run(harness, python, program, tmp_path / "original" / "run")
+    again = run(harness, python, migrated, tmp_path / "migrated" / "run")
+    seeds = seeds_of(original)
+    for shape in SHAPES:
+        assert sorted(seeds[shape]) == sorted(RANDOM_OPS[shape]), shape
+        # Every op runs with fixed seeds: the graph-level seed (11) and an op seed.
+        assert all(pair != (0, 0) and pair[0] == 11 for pair in seeds[shape].values()), shape
+    assert again == original
+
+
+def test_random_ops_without_seeds_run_unseeded_in_both(harness: ModuleType, tmp_path: Path) -> None:
+    python = harness.tf_python()
+    original_text = PROGRAM.read_text().replace("\nSEEDED = True\n", "\nSEEDED = False\n")
+    migrated = migrated_copy(original_text, tmp_path / "migrated")
+    program = write(original_text, tmp_path / "original")
+    first = run(harness, python, program, tmp_path / "original" / "run")
+    second = run(harness, python, program, tmp_path / "original" / "run_again")
+    again = run(harness, python, migrated, tmp_path / "migrated" / "run")
+    seeds = seeds_of(first)
+    assert seeds_of(second) == seeds_of(again) == seeds
+    for shape in SHAPES:
+        assert sorted(seeds[shape]) == sorted(RANDOM_OPS[shape]), shape
+        for name, pair in seeds[shape].items():
+            if (shape, name) in EXPLICIT:
+                # An op seed without a graph seed: TensorFlow's DEFAULT_GRAPH_SEED.
+                assert pair == (87654321, 11)
+            else:
+                assert pair == (0, 0), (shape, name)
+        # Drawn afresh at each run: the original differs from itself ...
+        assert first[shape]["loss"] != second[shape]["loss"], shape
+        assert first[shape]["prediction"] != second[shape]["prediction"], shape
+        # ... and the migration trains as it does.
+        assert math.isfinite(again[shape]["loss"]), shape
