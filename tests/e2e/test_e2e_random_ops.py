@@ -56,16 +56,16 @@ RANDOM_OPS = {
 EXPLICIT = {("layers_dropout", "ShuffleDataset"), ("keras_layers", "ShuffleDataset")}
 
 
-def write(text: str, folder: Path) -> Path:
+def write(text: str, folder: Path, name: str = "random_ops.py") -> Path:
     folder.mkdir(parents=True)
-    program = folder / "random_ops.py"
+    program = folder / name
     program.write_text(text)
     return program
 
 
-def migrated_copy(text: str, folder: Path) -> Path:
-    """Write ``text`` as ``folder/random_ops.py``, migrate it (tpu-estimator), return it."""
-    program = write(text, folder)
+def migrated_copy(text: str, folder: Path, name: str = "random_ops.py") -> Path:
+    """Write ``text`` as ``folder/name``, migrate it (tpu-estimator), return its path."""
+    program = write(text, folder, name)
     (result,) = migrate_paths([program])
     assert result.status is Status.CHANGED, result.error
     assert result.findings == []
@@ -132,3 +132,23 @@ def test_random_ops_without_seeds_run_unseeded_in_both(harness: ModuleType, tmp_
         assert first[shape]["prediction"] != second[shape]["prediction"], shape
         # ... and the migration trains as it does.
         assert math.isfinite(again[shape]["loss"]), shape
+
+
+def test_model_to_estimator_run_again_draws_the_originals_python_seeds(
+    harness: ModuleType, tmp_path: Path
+) -> None:
+    """``programs/keras_rerun.py`` runs ``model_to_estimator`` twice over one model_dir.
+    TensorFlow's clones the model only when it writes the first checkpoint; the shim clones it
+    each time to read the weights' names, and puts back the Python seeds that clone draws. A
+    layer built after it gets the original's initial weights in both runs."""
+    python = harness.tf_python()
+    program = Path(__file__).with_name("programs") / "keras_rerun.py"
+    migrated = migrated_copy(program.read_text(), tmp_path / "migrated", program.name)
+    assert "tpu_runtime.model_to_estimator(" in migrated.read_text()
+    original, _ = harness.run_program(python, program, tmp_path / "original")
+    again, _ = harness.run_program(python, migrated, tmp_path / "migrated" / "run")
+    # The second run resumed from the first's checkpoint, and its probe layer drew other
+    # seeds than the first run's (Keras' generator moved on by the seeds the runs drew).
+    assert [run["global_step"] for run in original] == [5, 10]
+    assert original[0]["probe"] != original[1]["probe"]
+    assert again == original
