@@ -8,7 +8,8 @@ model_fn; ``DNNClassifier(dropout=...)``; ``model_to_estimator`` of a model with
 ``GaussianNoise`` and ``Dropout``) and records the seeds of each training graph's random ops.
 
 - Seeded (``RunConfig(tf_random_seed=...)`` and ``tf.keras.utils.set_random_seed``): the
-  migration's losses, predictions and seeds equal the original's.
+  migration's losses, predictions and seeds equal the original's, and it leaves Python's seed
+  generators where the original leaves them.
 - Unseeded: TensorFlow's ``get_seed`` gives an op without a seed of its own, in a graph
   without a seed, the seeds (0, 0), and the kernel then draws fresh ones at each run. The
   original differs from itself; the migration gives each op the same (0, 0).

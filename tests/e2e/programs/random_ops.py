@@ -5,7 +5,9 @@ Five shapes, each trained a few steps, evaluated and asked for one prediction:
 ``tf.nn.dropout`` over an unseeded shuffle; a Keras ``Dropout`` layer called in a model_fn;
 ``DNNClassifier(dropout=...)``; ``model_to_estimator`` of a Keras model with
 ``GaussianNoise`` and ``Dropout``.  A training hook records the seeds every random op of the
-training graph runs with (the op's ``seed``/``seed2`` attributes, a shuffle's seed inputs).
+training graph runs with (the op's ``seed``/``seed2`` attributes, a shuffle's seed inputs);
+a Keras layer built after each shape and a draw of Python's ``random`` show where Python's
+seed generators stand.
 
 ``python random_ops.py MODEL_DIR RESULTS``.  With ``SEEDED`` true the program seeds what
 makes an Estimator reproducible: ``RunConfig(tf_random_seed=...)`` and
@@ -14,6 +16,7 @@ makes an Estimator reproducible: ``RunConfig(tf_random_seed=...)`` and
 
 import json
 import os
+import random
 import sys
 
 import numpy as np
@@ -130,12 +133,19 @@ def config(name):
 def start():
     if SEEDED:
         tf.keras.utils.set_random_seed(SEED)
+        random.seed(SEED)
 
 
 def record(name, metrics, predictions):
-    first = next(iter(predictions))
+    first = next(predictions)
+    predictions.close()  # leaves the prediction graph
     RESULTS[name]["loss"] = float(metrics["loss"])
     RESULTS[name]["prediction"] = np.asarray(first["logits"]).tolist()
+    # What Python's seed generators give next: a layer's initial weights, `random`.
+    probe = tf.keras.layers.Dense(2)
+    probe.build((None, 4))
+    RESULTS[name]["next_layer"] = probe.kernel.numpy().tolist()
+    RESULTS[name]["next_random"] = random.random()
 
 
 start()
