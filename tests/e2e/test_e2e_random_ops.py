@@ -153,3 +153,23 @@ def test_model_to_estimator_run_again_draws_the_originals_python_seeds(
     assert [run["global_step"] for run in original] == [5, 10]
     assert original[0]["probe"] != original[1]["probe"]
     assert again == original
+
+
+def test_numpy_input_fn_shuffle_varies_in_the_original_and_the_migration_alike(
+    harness: ModuleType, tmp_path: Path
+) -> None:
+    """``numpy_input_fn(shuffle=True)`` changes its batches from run to run whatever the
+    seeds (a random starting row from an OS-seeded ``random``, a queue filled by a thread).
+    Off TPU the migration calls TensorFlow's own function: the same queue, with the same
+    seeds, and the same variation."""
+    python = harness.tf_python()
+    program = Path(__file__).with_name("programs") / "numpy_shuffle.py"
+    migrated = migrated_copy(program.read_text(), tmp_path / "migrated", program.name)
+    assert "tpu_runtime.numpy_input_fn(" in migrated.read_text()
+    first, _ = harness.run_program(python, program, tmp_path / "original")
+    second, _ = harness.run_program(python, program, tmp_path / "original_again")
+    again, _ = harness.run_program(python, migrated, tmp_path / "migrated" / "run")
+    queue = [["enqueue_input/random_shuffle_queue", 11, 0]]
+    assert first["seeds"] == second["seeds"] == again["seeds"] == queue
+    assert first["loss"] != second["loss"]
+    assert math.isfinite(again["loss"])
