@@ -2,10 +2,11 @@
 op of its training graph the seeds the original's gives it, so it trains bit-identically to
 an original that is reproducible itself, and like it otherwise.
 
-``programs/random_ops.py`` trains five shapes (``tf.compat.v1.layers.dropout``;
+``programs/random_ops.py`` trains six shapes (``tf.compat.v1.layers.dropout``;
 ``tf.random.normal`` and ``tf.nn.dropout`` over an unseeded shuffle; a Keras ``Dropout`` in a
-model_fn; ``DNNClassifier(dropout=...)``; ``model_to_estimator`` of a model with
-``GaussianNoise`` and ``Dropout``) and records the seeds of each training graph's random ops.
+model_fn; ``tf.nn.dropout`` in every mode, so evaluation and predictions are random too;
+``DNNClassifier(dropout=...)``; ``model_to_estimator`` of a model with ``GaussianNoise`` and
+``Dropout``) and records the seeds of each training graph's random ops.
 
 - Seeded (``RunConfig(tf_random_seed=...)`` and ``tf.keras.utils.set_random_seed``): the
   migration's losses, predictions and seeds equal the original's, and it leaves Python's seed
@@ -31,7 +32,7 @@ from est2tpu.textio import encode
 pytestmark = pytest.mark.tf
 
 PROGRAM = Path(__file__).with_name("programs") / "random_ops.py"
-SHAPES = ["keras_layers", "keras_model", "layers_dropout", "nn_ops", "premade"]
+SHAPES = ["keras_layers", "keras_model", "layers_dropout", "mc_dropout", "nn_ops", "premade"]
 # The random ops each shape's training graph runs (the ops whose seeds decide the run).
 RANDOM_OPS = {
     "layers_dropout": ["dropout/dropout/random_uniform/RandomUniform", "ShuffleDataset"],
@@ -41,6 +42,7 @@ RANDOM_OPS = {
         "ShuffleDataset",
     ],
     "keras_layers": ["dropout/dropout/random_uniform/RandomUniform", "ShuffleDataset"],
+    "mc_dropout": ["dropout/random_uniform/RandomUniform", "ShuffleDataset"],
     "premade": [
         "dnn/hiddenlayer_0/kernel/Initializer/random_uniform/RandomUniform",
         "dnn/dropout/dropout/random_uniform/RandomUniform",
@@ -96,7 +98,7 @@ def test_random_ops_train_bit_identically_when_the_original_is_seeded(
     assert "\nSEEDED = True\n" in original_text
     migrated = migrated_copy(original_text, tmp_path / "migrated")
     text = migrated.read_text()
-    assert text.count("tf.compat.v1.estimator.tpu.TPUEstimator(") == 3
+    assert text.count("tf.compat.v1.estimator.tpu.TPUEstimator(") == 4
     assert "tpu_runtime.premade.DNNClassifier(" in text
     assert "tpu_runtime.model_to_estimator(" in text
     program = write(original_text, tmp_path / "original")

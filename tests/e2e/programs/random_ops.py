@@ -1,9 +1,9 @@
 """Estimators whose training runs random ops: dropout, noise and unseeded shuffles.
 
-Five shapes, each trained a few steps, evaluated and asked for one prediction:
+Six shapes, each trained a few steps, evaluated and asked for one prediction:
 ``tf.compat.v1.layers.dropout`` over a seeded shuffle; ``tf.random.normal`` and
 ``tf.nn.dropout`` over an unseeded shuffle; a Keras ``Dropout`` layer called in a model_fn;
-``DNNClassifier(dropout=...)``; ``model_to_estimator`` of a Keras model with
+``tf.nn.dropout`` in every mode (Monte Carlo dropout); ``DNNClassifier(dropout=...)``; ``model_to_estimator`` of a Keras model with
 ``GaussianNoise`` and ``Dropout``.  A training hook records the seeds every random op of the
 training graph runs with (the op's ``seed``/``seed2`` attributes, a shuffle's seed inputs);
 a Keras layer built after each shape and a draw of Python's ``random`` show where Python's
@@ -124,6 +124,18 @@ def keras_layers_model_fn(features, labels, mode):
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
+def mc_dropout_model_fn(features, labels, mode):
+    hidden = tf.compat.v1.layers.dense(features["x"], 16, activation=tf.nn.relu)
+    hidden = tf.nn.dropout(hidden, rate=0.3)  # in every mode: Monte Carlo dropout
+    logits = tf.compat.v1.layers.dense(hidden, 3)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions={"logits": logits})
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    optimizer = tf.compat.v1.train.AdamOptimizer(0.05)
+    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
 def config(name):
     return tf.estimator.RunConfig(
         model_dir=os.path.join(MODEL_DIR, name), tf_random_seed=SEED if SEEDED else None
@@ -169,6 +181,13 @@ record(
     "keras_layers",
     keras_layers.evaluate(eval_input_fn, steps=2),
     keras_layers.predict(predict_input_fn),
+)
+
+start()
+mc_dropout = tf.estimator.Estimator(mc_dropout_model_fn, config=config("mc_dropout"))
+mc_dropout.train(unseeded_input_fn, steps=STEPS, hooks=[RandomOpSeeds("mc_dropout")])
+record(
+    "mc_dropout", mc_dropout.evaluate(eval_input_fn, steps=2), mc_dropout.predict(predict_input_fn)
 )
 
 start()
