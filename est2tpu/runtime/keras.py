@@ -47,6 +47,7 @@ EMA) raises ``ValueError``: there is no exact TF1 equivalent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any
@@ -561,26 +562,58 @@ def _eval_metrics(model: Any, metric_names_map: dict[str, str] | None) -> Any:
     return metric_fn, tensors
 
 
+class _PythonSeedsKept:
+    """Context: put Python's seed generators back as they were on leaving.
+
+    Keras draws the seeds of a layer's initializers from its own generator (the one
+    ``tf.keras.utils.set_random_seed`` seeds) or from Python's ``random``; a clone of a model
+    draws one per initializer.
+    """
+
+    def __init__(self) -> None:
+        self._generators: list[Any] = []
+        self._states: list[Any] = []
+
+    def __enter__(self) -> None:
+        import random
+
+        try:
+            from keras.src import backend
+        except ImportError:  # Keras before 2.13
+            from keras import backend
+        keras_seeds = getattr(backend, "_SEED_GENERATOR", None)
+        generators = [random, getattr(keras_seeds, "generator", None)]
+        self._generators = [g for g in generators if g is not None]
+        self._states = [g.getstate() for g in self._generators]
+
+    def __exit__(self, *exc: object) -> None:
+        for generator, state in zip(self._generators, self._states):
+            generator.setstate(state)
+
+
 def _save_first_checkpoint(
     keras_model: Any, custom_objects: Any, config: Any
 ) -> tuple[str, list[str]]:
     """Save the model's current weights under ``model_dir/keras`` (once) for warm start.
 
-    Returns the checkpoint path and the names of the variables it holds.
+    Returns the checkpoint path and the names of the variables it holds.  Where that
+    checkpoint exists, the clone that reads the names leaves Python's seed generators as
+    they were: TensorFlow's ``model_to_estimator`` clones nothing then, so the seeds drawn
+    after it (a layer built next, Python's ``random``) stay the original's.
     """
     import tensorflow as tf
     from tensorflow_estimator.python.estimator import keras_lib
 
     keras_dir = os.path.join(config.model_dir, "keras")
+    latest = tf.train.latest_checkpoint(keras_dir)
     weights = keras_model.get_weights()
-    with tf.Graph().as_default():
+    with _PythonSeedsKept() if latest else contextlib.nullcontext(), tf.Graph().as_default():
         tf.compat.v1.random.set_random_seed(config.tf_random_seed)
         tf.compat.v1.train.create_global_step()
         model = keras_lib._clone_and_build_model(
             tf.estimator.ModeKeys.PREDICT, keras_model, custom_objects
         )
         names = [v.op.name for v in model.weights]
-        latest = tf.train.latest_checkpoint(keras_dir)
         if latest:
             return latest, names
         tf.io.gfile.makedirs(keras_dir)

@@ -27,8 +27,11 @@ Determinism, established on TF 2.15.1 / Keras 2.15 (CPU):
   both, as careful real programs do.
 - With both set, a plain ``Estimator`` and ``TPUEstimator(use_tpu=False)`` give
   bit-identical metrics, loss and predictions, even with an unseeded
-  ``shuffle`` and dropout in the model_fn (checked by hand-porting
-  ``single_file_classifier``).
+  ``shuffle`` and dropout in the model_fn: each random op of the training graph
+  gets the same seeds (``test_e2e_random_ops.py``).  TensorFlow derives an
+  unseeded op's seed from the graph seed and the count of unseeded random ops
+  created before it in that graph (``random_seed.get_seed``), so ops that are
+  not random, which TPUEstimator adds, move no seed.
 """
 
 from __future__ import annotations
