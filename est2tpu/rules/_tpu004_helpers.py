@@ -56,10 +56,16 @@ class TrainOpHelpers:
             if flag is not None:
                 self.flags[name] = flag
         self.migrated: dict[int, cst.FunctionDef] = {}  # id(original def) -> migrated def
+        self._locals: dict[int, set[str]] = {}  # id(model_fn) -> its local names
 
     def resolve(self, model_fn: cst.FunctionDef, func: cst.BaseExpression) -> str | None:
         """The module-level def a call in the model_fn names (not a local of the model_fn)."""
-        if not isinstance(func, cst.Name) or func.value in assigned_names(model_fn):
+        if not isinstance(func, cst.Name):
+            return None
+        locals_ = self._locals.get(id(model_fn))
+        if locals_ is None:
+            locals_ = self._locals[id(model_fn)] = set(assigned_names(model_fn))
+        if func.value in locals_:
             return None
         name = self.aliases.get(func.value, func.value)
         return name if name in self.defs else None
