@@ -138,6 +138,59 @@ class TrainOpHelpers:
                     )
 
 
+def refuse_unfollowed(rule: Rule, model_fn: cst.FunctionDef, bindings: dict[str, str]) -> None:
+    """A model_fn that trains with no optimizer call of its own and whose EstimatorSpec's
+    train_op comes from an imported function (`train_op = optimization.make_train_op(loss)`,
+    directly or through a name bound once): that function builds the train op where the rule
+    does not follow it. A call that passes anything named `use_tpu` is taken to handle TPU."""
+    locals_ = assigned_names(model_fn)
+    sources: list[cst.Call] = []
+    for call in iter_calls(model_fn):
+        func = call.func
+        name = dotted(func) or ""
+        if (
+            isinstance(func, cst.Attribute) and func.attr.value in OPTIMIZER_METHODS
+        ) or name.rpartition(".")[2] in _BUILDERS:
+            return  # it trains itself
+        if not api_name(rule.tf_name(func)).endswith("EstimatorSpec"):
+            continue
+        for arg in call.args:
+            if arg.keyword is None or arg.keyword.value != "train_op":
+                continue
+            value = arg.value
+            if isinstance(value, cst.Name) and len(locals_.get(value.value, ())) == 1:
+                value = locals_[value.value][0] or value
+            if isinstance(value, cst.Call):
+                sources.append(value)
+    for source in sources:
+        called = dotted(source.func)
+        if (
+            called is None
+            or rule.tf_name(source.func) is not None
+            or called.split(".")[0] not in bindings
+            or called.split(".")[0] in locals_
+            or _mentions_use_tpu(source)
+        ):
+            continue
+        rule.refuse(
+            source,
+            f"the train op comes from `{called}`, imported, which est2tpu does not follow: if it "
+            "builds a TF1 optimizer, wrap that in tf.compat.v1.tpu.CrossShardOptimizer when "
+            "params['use_tpu'] is true (pass params['use_tpu'] to it), or on TPU each core "
+            "applies its own gradients",
+        )
+
+
+def _mentions_use_tpu(call: cst.Call) -> bool:
+    for node in iter_calls(call, into_defs=True):
+        for arg in node.args:
+            if "use_tpu" in cst.Module([]).code_for_node(arg.value) or (
+                arg.keyword is not None and "use_tpu" in arg.keyword.value
+            ):
+                return True
+    return False
+
+
 def builds_an_optimizer(rule: Rule, fn: cst.FunctionDef) -> bool:
     """Does the def (not its nested defs) train with an optimizer of its own: a call of
     `minimize`/`compute_gradients`/`apply_gradients`, `optimize_loss` or `create_train_op`,

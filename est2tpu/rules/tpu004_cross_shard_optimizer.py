@@ -24,6 +24,7 @@ from est2tpu.rules._tpu004_helpers import (
     TrainOpHelpers,
     add_flag_param,
     builds_an_optimizer,
+    refuse_unfollowed,
 )
 from est2tpu.rules._tpu004_train_ops import (
     api_name,
@@ -155,6 +156,7 @@ class CrossShardOptimizer(Rule):
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
         self.helpers.refuse_unwrappable(self, original_node)
+        refuse_unfollowed(self, original_node, self.state.imports.bindings)
         found = self._targets(original_node, updated_node)
         targets: set[str] = set()
         if isinstance(found, tuple):
