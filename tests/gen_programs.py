@@ -146,6 +146,9 @@ MODEL_SHAPES = (
     # model_fn reached directly; it writes tf.compat.v1.summary scalars, a histogram and an
     # image, and trains at a learning rate it computes (exponential_decay of the global step)
     "summaries",
+    # model_fn reached directly; its train op comes from a def of its module that builds the
+    # TF1 optimizer and calls minimize itself (`train_op = make_train_op(loss)`)
+    "train_op_helper",
 )
 BATCH_SOURCES = (
     "literal",  # 32
@@ -354,6 +357,15 @@ class Composition:
                 "    optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate)",
             ]
         text = "import functools\n\nimport tensorflow as tf\n\n\n"
+        if self.model == "train_op_helper":
+            body[3:5] = ["    train_op = make_train_op(loss)"]
+            text += (
+                "def make_train_op(loss):\n"
+                "    optimizer = tf.compat.v1.train.AdamOptimizer(0.05)\n"
+                "    return optimizer.minimize(\n"
+                "        loss, global_step=tf.compat.v1.train.get_or_create_global_step()\n"
+                "    )\n\n\n"
+            )
         if self.model == "partial_of_pick":
             return (
                 text
@@ -418,6 +430,7 @@ class Composition:
         return {
             "direct": ([], f"{p}model_fn"),
             "summaries": ([], f"{p}model_fn"),
+            "train_op_helper": ([], f"{p}model_fn"),
             "alias": ([f"model_function = {p}model_fn"], "model_function"),
             "module_attr": ([f"chosen_fn = {p}model_fn"], "chosen_fn"),
             "conditional": (

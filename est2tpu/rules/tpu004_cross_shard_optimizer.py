@@ -19,14 +19,19 @@ from est2tpu.cstutil import (
 )
 from est2tpu.names import canonical_tf, dotted, module_aliases
 from est2tpu.rule import FileState, Rule
+from est2tpu.rules._tpu004_helpers import (
+    OPTIMIZER_METHODS,
+    TrainOpHelpers,
+    add_flag_param,
+    builds_an_optimizer,
+    refuse_unfollowed,
+)
 from est2tpu.rules._tpu004_train_ops import (
     api_name,
     expand_create_train_op,
     expand_optimize_loss,
     is_tf1_optimizer_class,
 )
-
-OPTIMIZER_METHODS = frozenset({"minimize", "compute_gradients", "apply_gradients"})
 
 
 class CrossShardOptimizer(Rule):
@@ -45,6 +50,16 @@ class CrossShardOptimizer(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.aliases = module_aliases(node, self.state.imports)
+        self.helpers = TrainOpHelpers(node, self.state.path, self.state.index.model_fns)
+        for name, fn in self.helpers.candidates().items():
+            flag = self.helpers.flags.get(name)
+            if flag is not None:
+                continue  # migrated already: its call sites only need the flag
+            flag = unique_name("use_tpu", set(assigned_names(fn)))
+            migrated = self._migrate_helper(fn, flag)
+            if migrated is not fn:
+                self.helpers.flags[name] = flag
+                self.helpers.migrated[id(fn)] = migrated
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also through a module-level alias of a TensorFlow
@@ -58,11 +73,50 @@ class CrossShardOptimizer(Rule):
             return None
         return canonical_tf(f"{target}.{rest}" if rest else target)
 
+    def _migrate_helper(self, fn: cst.FunctionDef, flag: str) -> cst.FunctionDef:
+        """A module-level def that a model_fn calls and that builds and uses a TF1
+        optimizer itself (`return optimizer.minimize(loss)`): the optimizer is wrapped when
+        the keyword-only `flag` (False by default) is true, which the model_fns pass."""
+        if not builds_an_optimizer(self, fn):
+            return fn
+        migrated = self._wrap_optimizers(fn, fn, cst.Name(flag))
+        if migrated is fn:
+            return fn
+        self.record(fn, f"optimizer wrapped in CrossShardOptimizer when `{flag}` is passed")
+        return add_flag_param(migrated, flag)
+
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
+        migrated = self.helpers.migrated.get(id(original_node))
+        if migrated is not None:
+            return migrated
         if not self.in_model_fn():
             return updated_node
+        return self._migrate_model_fn(original_node, updated_node)
+
+    def _wrap_optimizers(
+        self,
+        original_node: cst.FunctionDef,
+        updated_node: cst.FunctionDef,
+        test: cst.BaseExpression,
+    ) -> cst.FunctionDef:
+        """A helper's optimizers wrapped under `test` (the same steps as a model_fn's)."""
+        found = self._targets(original_node, updated_node)
+        if isinstance(found, cst.FunctionDef):
+            return found
+        updated_node, targets = found
+        body = updated_node.body
+        assert isinstance(body, cst.IndentedBlock)
+        return updated_node.with_changes(
+            body=body.with_changes(body=self._insert(list(body.body), targets, test))
+        )
+
+    def _targets(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef | tuple[cst.FunctionDef, set[str]]:
+        """The def with its train-op builders expanded and the optimizers to wrap in it;
+        the def alone when there are none."""
         self.guarded = set()
         split = self._split_inline(updated_node)
         if split is not updated_node:
@@ -96,6 +150,22 @@ class CrossShardOptimizer(Rule):
         self.guarded -= forced  # built by the optimize_loss/create_train_op expansion
         if not targets:
             return updated_node
+        return updated_node, targets
+
+    def _migrate_model_fn(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self.helpers.refuse_unwrappable(self, original_node)
+        refuse_unfollowed(self, original_node, self.state.imports.bindings)
+        found = self._targets(original_node, updated_node)
+        targets: set[str] = set()
+        if isinstance(found, tuple):
+            updated_node, targets = found
+        else:
+            updated_node = found
+        calls = self.helpers.calls_to_flag(original_node)
+        if not targets and not calls:
+            return updated_node
         locals_ = assigned_names(updated_node)
         if not has_param(updated_node, "params"):
             if "params" in locals_:
@@ -121,8 +191,12 @@ class CrossShardOptimizer(Rule):
             at = 1 if statements and _is_docstring(statements[0]) else 0
             statements.insert(at, read)
             test = cst.Name(flag)
+        if calls:
+            statements = self.helpers.pass_flag(statements, original_node, test)
+            self.record(original_node, "train-op helper told params['use_tpu']")
         new_body = body.with_changes(body=self._insert(statements, targets, test))
-        self.record(original_node, "optimizer wrapped in CrossShardOptimizer on TPU")
+        if targets:
+            self.record(original_node, "optimizer wrapped in CrossShardOptimizer on TPU")
         return updated_node.with_changes(body=new_body)
 
     def _split_inline(self, fn: cst.FunctionDef) -> cst.FunctionDef:
