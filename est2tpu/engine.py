@@ -18,7 +18,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     too_deep,
     verify,
 )
-from est2tpu.cstpatch import AddImportsVisitor, CodemodContext, RemoveImportsVisitor
+from est2tpu.cstpatch import AddImportsVisitor, CodemodContext, RemoveImportsVisitor, RuleContext
 from est2tpu.cstutil import IS_NODE, child_fields, gc_paused
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex, forget_codes, module_code
@@ -320,7 +320,7 @@ def _transform(
             if not rule_cls.applies(state):
                 continue
             state.current = seen = module
-            context = CodemodContext(filename=path)
+            context = RuleContext(path)
             rule = rule_cls(context, state)
             if rule_cls.PRUNE and not rule.statements(seen):
                 continue  # nothing in this tree the rule acts on
@@ -339,12 +339,14 @@ def _transform(
                     head = state.refused_code.get(finding)
                     if head is not None and head not in text:
                         caveats.add(finding)
-            if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
-                leading = _head(module)
-                if _adds_imports(context, leading):
-                    module = _add_imports(context, module, leading)
-            if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-                module = RemoveImportsVisitor(context).transform_module(module)
+            if context.scratch:  # imports scheduled (`cstpatch.RuleContext`)
+                codemod = context.codemod_context()
+                if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
+                    leading = _head(module)
+                    if _adds_imports(codemod, leading):
+                        module = _add_imports(codemod, module, leading)
+                if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
+                    module = RemoveImportsVisitor(codemod).transform_module(module)
             kept.append(module)
         # No rule ran (the common case in a big repository) or none changed the text.
         if module is before or code_of(module) == code_of(before):
@@ -360,7 +362,7 @@ def _transform(
         if not rule_cls.applies(state):
             continue
         state.current = module
-        rule = rule_cls(CodemodContext(filename=path), state)
+        rule = rule_cls(RuleContext(path), state)
         try:
             hooked = _hooked(rule_cls)
             skip = frozenset() if hooked & rulewalk.TRIVIA_NAMES else rulewalk.TRIVIA

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from est2tpu.cstpatch import RemoveImportsVisitor
+from est2tpu.cstpatch import schedule_removal
 from est2tpu.cstutil import assigned_names, iter_calls, pure_read, unique_name, walk
 from est2tpu.names import dotted
 from est2tpu.rule import Rule
@@ -169,7 +169,7 @@ def expand_create_train_op(
         form = rule.state.imports.import_form(head)
         if form is not None and form[0].startswith("tf_slim"):
             # tf_slim is not TensorFlow's: its import goes when nothing else uses it
-            RemoveImportsVisitor.remove_unused_import(rule.context, *form)
+            schedule_removal(rule.context, *form)
         return new, name
 
     return _expand_assigned(

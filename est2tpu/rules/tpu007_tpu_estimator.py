@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from est2tpu.cstpatch import CodemodContext
+from est2tpu.cstpatch import RuleContext
 from est2tpu.cstutil import (
     add_param,
     assigned_names,
@@ -44,7 +44,7 @@ class TpuEstimator(Rule):
             or any(path == state.path for path, _ in state.index.model_fns)
         )
 
-    def __init__(self, context: CodemodContext, state: FileState) -> None:
+    def __init__(self, context: RuleContext, state: FileState) -> None:
         super().__init__(context, state)
         self._defs: list[cst.FunctionDef | cst.ClassDef] = []  # the nodes of self.scope
         # the scopes of this file that hold a model_fn wrapper lambda: a lambda's code (its
