@@ -61,7 +61,7 @@ def load() -> None:
         return
     from est2tpu.cstutil import gc_paused
 
-    with gc_paused():
+    with gc_paused(freeze=True):
         _load_patched()
 
 
@@ -116,7 +116,7 @@ class _Deferred:
             load()
             from est2tpu.cstutil import gc_paused
 
-            with gc_paused():
+            with gc_paused(freeze=True):
                 self._cls = getattr(importlib.import_module(self._module), self._name)
         return self._cls
 

@@ -18,7 +18,7 @@ from libcst._nodes.internal import CodegenState
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(freeze: bool = False) -> Iterator[None]:
     """Python's cyclic garbage collector off while a large tree or index is built.
 
     A LibCST tree holds no cycles: its nodes are freed by their reference counts alone. But
@@ -27,14 +27,25 @@ def gc_paused() -> Iterator[None]:
     its time there, and the index built over it a quarter. Cycles made meanwhile are
     collected once the collector is back on. Nested uses keep it off until the outermost
     ends; a collector already off stays off.
+
+    What was built while the collector was off is still young to it: the first
+    collections after it is back on walk all of it (0.5 s, then 1 s, for that tree).
+    `freeze` moves what is alive at the end to the collector's permanent generation
+    (`gc.freeze`), which no collection walks: for what lives on and holds no cycles, a
+    parsed tree or the modules just imported. Freed by their reference counts, frozen
+    objects still go; only a cycle that is already garbage then stays.
     """
     if not gc.isenabled():
         yield
+        if freeze:
+            gc.freeze()
         return
     gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         gc.enable()
 
 
@@ -347,6 +358,19 @@ def rewritten(node: _N, transformer: cst.CSTTransformer) -> _N:
     if not isinstance(result, type(node)):
         raise TypeError(f"{type(transformer).__name__} replaced a {type(node).__name__}")
     return node if result.deep_equals(node) else result
+
+
+def literal_text(node: cst.SimpleString) -> str | bytes:
+    """`node.evaluated_value`: the value of a string literal. LibCST evaluates it with
+    Python's own parser and compiler (`ast.literal_eval`), a fifth of the index's time on a
+    module of 8,000 calls passing `{"batch_size": 8}`; a literal without a prefix, a
+    backslash or a carriage return (which Python reads as a newline) is the text between
+    its quotes."""
+    raw = node.value
+    if raw[0] in "'\"" and "\\" not in raw and "\r" not in raw:
+        quote = 3 if raw[:3] in ('"""', "'''") and len(raw) >= 6 else 1
+        return raw[quote:-quote]
+    return node.evaluated_value
 
 
 def kwarg(call: cst.Call, name: str) -> cst.Arg | None:

@@ -28,6 +28,10 @@ from est2tpu.rule import FileState, Rule, line_map
 from est2tpu.scan import PREFILTER_TOKENS, may_match  # noqa: F401 - re-exported
 
 MAX_PASSES = 4
+# A parsed tree of a text this long is frozen for the cyclic collector (`gc_paused`): below,
+# what its collections cost is small, and freezing after each small parse would keep every
+# cycle of garbage made meanwhile in a long run.
+FROZEN_LINES = 2000
 
 
 def _adds_imports(context: CodemodContext, head: cst.Module) -> bool:
@@ -117,7 +121,8 @@ def parse_split(text: str, split: inert.Split | None) -> tuple[cst.Module, inert
     """The tree the rules get: of `split`'s text (the inert defs set aside before the parse,
     `inert.split`) when there is one, else of the text. Whatever fails on the reduced text
     is left to the whole text, so that a file fails exactly as it always has."""
-    with gc_paused():  # a tree holds no cycles (`cstutil.gc_paused`)
+    # A tree holds no cycles (`cstutil.gc_paused`); a big one is frozen, never walked again.
+    with gc_paused(freeze=text.count("\n") >= FROZEN_LINES):
         if split is not None:
             try:
                 return parse(split.text), split
@@ -148,16 +153,19 @@ def migrate_module(
     one-line reason when the text cannot be migrated.
     """
     try:
-        return _migrate_module(
-            source,
-            path=path,
-            index=index,
-            target=target,
-            rules=rules,
-            use_runtime=use_runtime,
-            module=module,
-            split=split,
-        )
+        # Trees hold no cycles (`cstutil.gc_paused`): collections started while the rules
+        # build nodes would walk the whole tree again and free nothing of it.
+        with gc_paused():
+            return _migrate_module(
+                source,
+                path=path,
+                index=index,
+                target=target,
+                rules=rules,
+                use_runtime=use_runtime,
+                module=module,
+                split=split,
+            )
     finally:
         forget_codes()  # the codes of this module's nodes (`index.node_code`)
 

@@ -15,10 +15,10 @@ from est2tpu.rule import Rule
 @functools.cache
 def rule_classes() -> tuple[type[Rule], ...]:
     """All rules, in ID order (the fixed order they run in). Imported with the cyclic
-    collector paused (`cstutil.gc_paused`): asked after a big module is parsed, every
-    collection the imports started walked its tree again."""
+    collector paused and what they built frozen (`cstutil.gc_paused`): asked after a big
+    module is parsed, every collection the imports started walked its tree again."""
     found: list[type[Rule]] = []
-    with gc_paused():
+    with gc_paused(freeze=True):
         modules = [
             importlib.import_module(f"{rules_pkg.__name__}.{info.name}")
             for info in pkgutil.iter_modules(rules_pkg.__path__)
