@@ -373,8 +373,7 @@ def _transform(
         rule = rule_cls(RuleContext(path), state)
         try:
             hooked = _hooked(rule_cls)
-            skip = frozenset() if hooked & rulewalk.TRIVIA_NAMES else rulewalk.TRIVIA
-            _walk_final(module, rule, hooked, skip)
+            _walk_final(module, rule, hooked, rulewalk.skipped(hooked))
             rule.flush(module)
         except RecursionError:
             raise _RuleRecursion(rule_cls.ID) from None
@@ -440,8 +439,7 @@ def _walk_final(
     """`walk(node, _ReadOnly(rule))`, with the rule's methods called straight from the walk
     at the node types it hooks and no call at all at the others (most nodes): the FINAL
     rules walk every module they apply to whole, and the two calls per node were a third
-    of that walk. Nodes of the types in `skip` (`rulewalk.TRIVIA`, when the rule hooks none
-    of them) are not entered."""
+    of that walk. Nodes of the types in `skip` (`rulewalk.skipped`) are not entered."""
     fields = child_fields(type(node))
     if fields is None:
         node.visit(_ReadOnly(rule))  # LibCST's own walk (see `cstutil.walk`)
