@@ -17,6 +17,9 @@ from est2tpu.runner import Candidate, ProgressFn, RunState, Settings
 if TYPE_CHECKING:
     from est2tpu.discovery import IgnorePattern
 
+# A run forks workers to migrate the files when it has at least this many.
+_FINISH_MIN_TASKS = 8
+
 # LibCST, the index and the rules load only when a file has to be parsed (`pipeline`).
 
 
@@ -239,12 +242,14 @@ def _migrate_scanned(
                     progress("rewriting", n, len(pending))
 
             rewritten(0)
+            if runner.forks(jobs, len(pending), _FINISH_MIN_TASKS):
+                pipeline.before_forking(state)
             finished = runner.pmap(
                 pipeline.finish_one,
                 state,
                 pending,
                 jobs,
-                min_tasks=8,
+                min_tasks=_FINISH_MIN_TASKS,
                 on_done=rewritten,
                 cost=functools.partial(_cost, state),
             )

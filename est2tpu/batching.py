@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from est2tpu.cstutil import walk
+from est2tpu.cstutil import literal_text, walk
 from est2tpu.index import call_arg
 from est2tpu.names import dotted
 from est2tpu.tfapi import BATCH_METHODS
@@ -26,7 +26,7 @@ def is_params_batch_size(expr: cst.BaseExpression) -> bool:
     if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
         return False
     key = expr.slice[0].slice.value
-    return isinstance(key, cst.SimpleString) and key.evaluated_value == "batch_size"
+    return isinstance(key, cst.SimpleString) and literal_text(key) == "batch_size"
 
 
 def params_get_default(expr: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -42,7 +42,7 @@ def params_get_default(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     ):
         return None
     key = expr.args[0].value
-    if isinstance(key, cst.SimpleString) and key.evaluated_value == "batch_size":
+    if isinstance(key, cst.SimpleString) and literal_text(key) == "batch_size":
         return expr.args[1].value
     return None
 

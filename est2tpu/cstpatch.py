@@ -5,25 +5,68 @@ matcher visitors, applied when they are.
 Importing `libcst.codemod` imports `libcst.matchers`, 17,000 lines of generated matcher
 classes: about 0.6 s of CPU, more than the rest of LibCST. A run that parses nothing with
 LibCST (a tree where no rule changes anything and the report-only rules read Python's own
-tree) never needs them. The names here stand for LibCST's classes: the first call of one, or
-the first attribute asked of it, imports LibCST's codemods, patches them (`_patch`) and hands
-the call over; `load()` does that ahead of time (before forking workers that will need it).
+tree) never needs them, and neither does a run whose rules schedule no import: a rule's pass
+holds a `RuleContext`, not a CodemodContext. The names here stand for LibCST's classes: the
+first call of one, or the first attribute asked of it, imports LibCST's codemods, patches
+them (`_patch`) and hands the call over; `load()` does that ahead of time (before forking
+workers that will need it).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 _patched = False
 
 
+class RuleContext:
+    """What a rule's pass holds of LibCST's `CodemodContext`: the file's name, and the
+    `scratch` in which `schedule_import` and `schedule_removal` note the imports to add and
+    remove (all that `AddImportsVisitor.add_needed_import` and
+    `RemoveImportsVisitor.remove_unused_import` read of a context). Building a
+    CodemodContext imports LibCST's codemods; a pass whose rule schedules nothing never
+    does. `codemod_context()` is the CodemodContext the import visitors then run with."""
+
+    __slots__ = ("filename", "scratch")
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.scratch: dict[str, Any] = {}
+
+    def codemod_context(self) -> CodemodContext:
+        return CodemodContext(filename=self.filename, scratch=self.scratch)
+
+
+def schedule_import(
+    context: RuleContext, module: str, obj: str | None = None, asname: str | None = None
+) -> None:
+    """`AddImportsVisitor.add_needed_import` into a rule's context."""
+    AddImportsVisitor.add_needed_import(cast("CodemodContext", context), module, obj, asname)
+
+
+def schedule_removal(
+    context: RuleContext, module: str, obj: str | None = None, asname: str | None = None
+) -> None:
+    """`RemoveImportsVisitor.remove_unused_import` into a rule's context."""
+    RemoveImportsVisitor.remove_unused_import(cast("CodemodContext", context), module, obj, asname)
+
+
 def load() -> None:
-    """Import LibCST's codemods and patch its matcher visitors, once."""
-    global _patched
+    """Import LibCST's codemods and patch its matcher visitors, once. The imports run with
+    the cyclic collector paused: a run that has parsed a big module holds hundreds of
+    thousands of nodes, which every collection the imports start would walk again."""
     if _patched:
         return
+    from est2tpu.cstutil import gc_paused
+
+    with gc_paused(freeze=True):
+        _load_patched()
+
+
+def _load_patched() -> None:
+    global _patched
     from libcst.matchers import _visitors as matcher_visitors
 
     for gather in (
@@ -71,7 +114,10 @@ class _Deferred:
     def _load(self) -> type:
         if self._cls is None:
             load()
-            self._cls = getattr(importlib.import_module(self._module), self._name)
+            from est2tpu.cstutil import gc_paused
+
+            with gc_paused(freeze=True):
+                self._cls = getattr(importlib.import_module(self._module), self._name)
         return self._cls
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -95,4 +141,12 @@ else:
     AddImportsVisitor = _Deferred("libcst.codemod.visitors", "AddImportsVisitor")
     RemoveImportsVisitor = _Deferred("libcst.codemod.visitors", "RemoveImportsVisitor")
 
-__all__ = ["AddImportsVisitor", "CodemodContext", "RemoveImportsVisitor", "load"]
+__all__ = [
+    "AddImportsVisitor",
+    "CodemodContext",
+    "RemoveImportsVisitor",
+    "RuleContext",
+    "load",
+    "schedule_import",
+    "schedule_removal",
+]

@@ -18,7 +18,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     too_deep,
     verify,
 )
-from est2tpu.cstpatch import AddImportsVisitor, CodemodContext, RemoveImportsVisitor
+from est2tpu.cstpatch import AddImportsVisitor, CodemodContext, RemoveImportsVisitor, RuleContext
 from est2tpu.cstutil import IS_NODE, child_fields, gc_paused
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex, forget_codes, module_code
@@ -28,6 +28,10 @@ from est2tpu.rule import FileState, Rule, line_map
 from est2tpu.scan import PREFILTER_TOKENS, may_match  # noqa: F401 - re-exported
 
 MAX_PASSES = 4
+# A parsed tree of a text this long is frozen for the cyclic collector (`gc_paused`): below,
+# what its collections cost is small, and freezing after each small parse would keep every
+# cycle of garbage made meanwhile in a long run.
+FROZEN_LINES = 2000
 
 
 def _adds_imports(context: CodemodContext, head: cst.Module) -> bool:
@@ -117,7 +121,8 @@ def parse_split(text: str, split: inert.Split | None) -> tuple[cst.Module, inert
     """The tree the rules get: of `split`'s text (the inert defs set aside before the parse,
     `inert.split`) when there is one, else of the text. Whatever fails on the reduced text
     is left to the whole text, so that a file fails exactly as it always has."""
-    with gc_paused():  # a tree holds no cycles (`cstutil.gc_paused`)
+    # A tree holds no cycles (`cstutil.gc_paused`); a big one is frozen, never walked again.
+    with gc_paused(freeze=text.count("\n") >= FROZEN_LINES):
         if split is not None:
             try:
                 return parse(split.text), split
@@ -148,16 +153,19 @@ def migrate_module(
     one-line reason when the text cannot be migrated.
     """
     try:
-        return _migrate_module(
-            source,
-            path=path,
-            index=index,
-            target=target,
-            rules=rules,
-            use_runtime=use_runtime,
-            module=module,
-            split=split,
-        )
+        # Trees hold no cycles (`cstutil.gc_paused`): collections started while the rules
+        # build nodes would walk the whole tree again and free nothing of it.
+        with gc_paused():
+            return _migrate_module(
+                source,
+                path=path,
+                index=index,
+                target=target,
+                rules=rules,
+                use_runtime=use_runtime,
+                module=module,
+                split=split,
+            )
     finally:
         forget_codes()  # the codes of this module's nodes (`index.node_code`)
 
@@ -320,7 +328,7 @@ def _transform(
             if not rule_cls.applies(state):
                 continue
             state.current = seen = module
-            context = CodemodContext(filename=path)
+            context = RuleContext(path)
             rule = rule_cls(context, state)
             if rule_cls.PRUNE and not rule.statements(seen):
                 continue  # nothing in this tree the rule acts on
@@ -339,12 +347,14 @@ def _transform(
                     head = state.refused_code.get(finding)
                     if head is not None and head not in text:
                         caveats.add(finding)
-            if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
-                leading = _head(module)
-                if _adds_imports(context, leading):
-                    module = _add_imports(context, module, leading)
-            if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-                module = RemoveImportsVisitor(context).transform_module(module)
+            if context.scratch:  # imports scheduled (`cstpatch.RuleContext`)
+                codemod = context.codemod_context()
+                if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
+                    leading = _head(module)
+                    if _adds_imports(codemod, leading):
+                        module = _add_imports(codemod, module, leading)
+                if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
+                    module = RemoveImportsVisitor(codemod).transform_module(module)
             kept.append(module)
         # No rule ran (the common case in a big repository) or none changed the text.
         if module is before or code_of(module) == code_of(before):
@@ -360,11 +370,10 @@ def _transform(
         if not rule_cls.applies(state):
             continue
         state.current = module
-        rule = rule_cls(CodemodContext(filename=path), state)
+        rule = rule_cls(RuleContext(path), state)
         try:
             hooked = _hooked(rule_cls)
-            skip = frozenset() if hooked & rulewalk.TRIVIA_NAMES else rulewalk.TRIVIA
-            _walk_final(module, rule, hooked, skip)
+            _walk_final(module, rule, hooked, rulewalk.skipped(hooked))
             rule.flush(module)
         except RecursionError:
             raise _RuleRecursion(rule_cls.ID) from None
@@ -430,8 +439,7 @@ def _walk_final(
     """`walk(node, _ReadOnly(rule))`, with the rule's methods called straight from the walk
     at the node types it hooks and no call at all at the others (most nodes): the FINAL
     rules walk every module they apply to whole, and the two calls per node were a third
-    of that walk. Nodes of the types in `skip` (`rulewalk.TRIVIA`, when the rule hooks none
-    of them) are not entered."""
+    of that walk. Nodes of the types in `skip` (`rulewalk.skipped`) are not entered."""
     fields = child_fields(type(node))
     if fields is None:
         node.visit(_ReadOnly(rule))  # LibCST's own walk (see `cstutil.walk`)

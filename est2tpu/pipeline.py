@@ -325,18 +325,23 @@ def build_index(state: RunState, progress: ProgressFn | None = None, jobs: int =
         load(cid)
     if progress is not None:
         progress("indexing", len(needed), len(needed))
-    # The rules, imported here once rather than in each worker that finishes the run; and
-    # LibCST's codemods where the run migrates a parsed file (the rules add and remove
-    # imports through them), which a run that parses nothing never loads.
+    # The rules, imported here once rather than in each worker that finishes the run.
     rule_classes()
-    if state.modules:
-        cstpatch.load()
     try:
         return indexer.build()
     except Exception as exc:  # noqa: BLE001 - reported on every file, the run goes on
         raise MigrationError(
             f"internal error: the project index failed: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def before_forking(state: RunState) -> None:
+    """LibCST's codemods (the rules add and remove imports through them), imported once in
+    the parent when workers forked from it migrate parsed files, rather than in each worker.
+    A run in one process imports them at a rule's first use (`cstpatch`): a run whose rules
+    change nothing never does."""
+    if state.modules:
+        cstpatch.load()
 
 
 def finish_one(state: RunState, cid: int) -> tuple[int, dict[str, object]]:

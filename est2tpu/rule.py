@@ -12,7 +12,7 @@ from typing import ClassVar, cast
 import libcst as cst
 
 from est2tpu import catalogue
-from est2tpu.cstpatch import AddImportsVisitor, CodemodContext
+from est2tpu.cstpatch import RuleContext, schedule_import
 from est2tpu.cstutil import IS_STATEMENT, is_multiline, starts, walk
 from est2tpu.ftypes import Edit, Finding, Position, Safety, Target
 from est2tpu.index import CallKey, CallKeys, InputFnPlan, ProjectIndex
@@ -150,8 +150,8 @@ class Rule(cst.CSTTransformer):
     """One rule = one ID = one catalogue entry (`rules/<ID>.md`) = one `fixtures/<ID>/`.
 
     Subclasses rewrite nodes they can prove safe and call `refuse` for the rest, leaving
-    those nodes exactly as they were. A plain CSTTransformer holding a CodemodContext (for
-    LibCST's import scheduling), not a ContextAwareTransformer: no rule uses matcher
+    those nodes exactly as they were. A plain CSTTransformer holding a `RuleContext` (where
+    LibCST's import scheduling writes), not a ContextAwareTransformer: no rule uses matcher
     decorators, and gathering them cost 29 ms per rule per file plus a check at every node.
     """
 
@@ -194,7 +194,7 @@ class Rule(cst.CSTTransformer):
             raise TypeError(f"{cls.__module__}: no catalogue entry rules/{rule_id}.md")
         cls.ID, cls.NAME, cls.SAFETY, cls.TARGETS = info.id, info.name, info.safety, info.targets
 
-    def __init__(self, context: CodemodContext, state: FileState) -> None:
+    def __init__(self, context: RuleContext, state: FileState) -> None:
         super().__init__()
         self.context = context
         self.state = state
@@ -432,9 +432,9 @@ class Rule(cst.CSTTransformer):
         if v1 is not None and name.startswith("compat.v1."):
             return attr_chain(f"{v1}.{name[len('compat.v1.') :]}")
         if "tf" in imports.bound_names():
-            AddImportsVisitor.add_needed_import(self.context, "tensorflow")
+            schedule_import(self.context, "tensorflow")
             return attr_chain(f"tensorflow.{name}")
-        AddImportsVisitor.add_needed_import(self.context, "tensorflow", asname="tf")
+        schedule_import(self.context, "tensorflow", asname="tf")
         return attr_chain(f"tf.{name}")
 
     def runtime(self, name: str) -> cst.BaseExpression:
@@ -448,7 +448,7 @@ class Rule(cst.CSTTransformer):
                 raise KeyError(name)
             self.state.helpers_needed.add(name)
             return cst.Name(f"_est2tpu_{name}")
-        AddImportsVisitor.add_needed_import(self.context, RUNTIME_MODULE, asname=RUNTIME_ALIAS)
+        schedule_import(self.context, RUNTIME_MODULE, asname=RUNTIME_ALIAS)
         return attr_chain(f"{RUNTIME_ALIAS}.{name}")
 
     def has_runtime(self, name: str) -> bool:
@@ -468,7 +468,7 @@ class Rule(cst.CSTTransformer):
         missing = [n for n in NO_RUNTIME_HELPERS if n in needed and f"_est2tpu_{n}" not in defined]
         if not missing:
             return updated_node
-        AddImportsVisitor.add_needed_import(self.context, "os")
+        schedule_import(self.context, "os")
         names = {
             "TPU": cst.Module([]).code_for_node(self.tf("compat.v1.estimator.tpu")),
             "RESOLVER": cst.Module([]).code_for_node(

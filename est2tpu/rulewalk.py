@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from typing import cast
 
 import libcst as cst
 from libcst._nodes import op as _op
@@ -84,6 +85,24 @@ TRIVIA = frozenset(
     cst.Asynchronous,
 }
 TRIVIA_NAMES = frozenset(cls.__name__ for cls in TRIVIA)
+# Names and literals: nodes whose children are only trivia (their parentheses), a third of
+# the rest. A rule that hooks neither one nor any trivia is not walked through them.
+LEAVES = frozenset(
+    {cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis}
+)
+_SKIPS: dict[frozenset[str], frozenset[type]] = {}
+
+
+def skipped(names: frozenset[str]) -> frozenset[type]:
+    """The node types a walk calling a rule at `names` need not enter (see TRIVIA, LEAVES)."""
+    found = _SKIPS.get(names)
+    if found is None:
+        found = _SKIPS[names] = (
+            frozenset()
+            if names & TRIVIA_NAMES
+            else TRIVIA | {cls for cls in LEAVES if cls.__name__ not in names}
+        )
+    return found
 
 
 def transform(tree: cst.Module, rule: cst.CSTTransformer) -> cst.Module:
@@ -92,8 +111,7 @@ def transform(tree: cst.Module, rule: cst.CSTTransformer) -> cst.Module:
     if names is None or getattr(rule, "_ATTRIBUTE_HOOKS", False):
         return tree.visit(rule)
     statements = getattr(rule, "_keep", None) is not None
-    skip = frozenset() if names & TRIVIA_NAMES else TRIVIA
-    result = _visit(tree, rule, names, statements, skip)
+    result = _visit(tree, rule, names, statements, skipped(names))
     if isinstance(result, cst.RemovalSentinel):
         return tree.with_changes(body=(), header=(), footer=())
     assert isinstance(result, cst.Module)
@@ -167,7 +185,7 @@ def _sequence(
 ) -> tuple[object, ...] | None:
     """A sequence field's new items (None when every item is the same object), as
     `visit_sequence` / `visit_body_sequence` make them."""
-    body = "visit_body_sequence" in _helpers(cls).get(field, set())
+    body: bool | None = None  # asked of LibCST's helpers once an item changes
     out: list[object] = []
     changed = False
     for item in items:
@@ -175,17 +193,19 @@ def _sequence(
         if kind in skip or not IS_NODE[kind]:
             out.append(item)
             continue
-        assert isinstance(item, cst.CSTNode)
-        new = _visit(item, rule, names, statements, skip)
+        node = cast("cst.CSTNode", item)  # IS_NODE says so (`isinstance` is an ABC call)
+        new = _visit(node, rule, names, statements, skip)
         if new is item:
             out.append(item)
             continue
         changed = True
         if isinstance(new, cst.RemovalSentinel):
             continue
+        if body is None:
+            body = "visit_body_sequence" in _helpers(cls).get(field, set())
         parts = list(new) if isinstance(new, cst.FlattenSentinel) else [new]
         for part in parts:
-            if body and not item._is_removable() and part._is_removable():
+            if body and not node._is_removable() and part._is_removable():
                 continue
             out.append(part)
     return tuple(out) if changed else None

@@ -151,6 +151,15 @@ def _call_forked_at(at: int) -> tuple[int, object]:
 _ITEMS: Sequence[Any] | None = None
 
 
+def forks(jobs: int, items: int, min_tasks: int) -> bool:
+    """Whether `pmap` over `items` items runs them in forked workers (unless forking fails)."""
+    if jobs <= 1 or items < min_tasks:
+        return False
+    import multiprocessing as mp  # here: a warm run forks nothing
+
+    return "fork" in mp.get_all_start_methods()
+
+
 def pmap(
     fn: Callable[[S, T], R],
     state: S,
@@ -174,12 +183,10 @@ def pmap(
     work of this process's own that then runs beside theirs.
     """
     global _FORKED, _ITEMS
-    if jobs <= 1 or len(items) < min_tasks:
+    if not forks(jobs, len(items), min_tasks):
         return _sequential(fn, state, items, on_done)
-    import multiprocessing as mp  # here: a warm run forks nothing
+    import multiprocessing as mp
 
-    if "fork" not in mp.get_all_start_methods():
-        return _sequential(fn, state, items, on_done)
     n = min(jobs, len(items))
     _FORKED, _ITEMS = (fn, state), items
     try:

@@ -75,6 +75,33 @@ def test_a_run_that_parses_nothing_never_imports_the_matchers(tmp_path: Path) ->
     assert loaded == {"libcst": True, "libcst.matchers": False}
 
 
+# Parsed and run through the rules, which refuse it whole: no rule schedules an import.
+REFUSED = """\
+import tensorflow as tf
+
+from data import make_input
+
+
+def model_fn(features, labels, mode, params):
+    loss = tf.reduce_mean(features["x"])
+    train_op = tf.compat.v1.train.AdamOptimizer().minimize(loss)
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+est = tf.estimator.Estimator(model_fn=model_fn)
+est.train(make_input(), steps=10)
+"""
+
+
+def test_a_run_whose_rules_schedule_no_import_never_imports_them(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(REFUSED)
+    loaded, out = run("check", "--no-cache", "-f", "json", str(tmp_path / "train.py"), cwd=tmp_path)
+    report = json.loads(out)
+    assert sorted(f["rule"] for f in report["findings"]) == ["TPU005", "TPU007"]
+    assert [f["status"] for f in report["files"]] == ["unchanged"]
+    assert loaded == {"libcst": True, "libcst.matchers": False}
+
+
 def test_a_run_that_migrates_loads_them_and_adds_the_imports(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(MIGRATED)
     loaded, out = run("migrate", "--no-cache", "--diff", str(tmp_path / "train.py"), cwd=tmp_path)
@@ -98,6 +125,15 @@ def test_the_stand_ins_are_libcst_classes_patched_when_first_used() -> None:
         cstpatch.AddImportsVisitor.add_needed_import(context, "os")
         assert context.scratch[AddImportsVisitor.CONTEXT_KEY]
         assert _visitors._gather_matchers.__name__ == "gather_once"  # patched
+        light = cstpatch.RuleContext("m.py")  # what a rule's pass holds
+        cstpatch.schedule_import(light, "tensorflow", asname="tf")
+        cstpatch.schedule_removal(light, "os")
+        codemod = light.codemod_context()
+        assert type(codemod) is CodemodContext and codemod.filename == "m.py"
+        assert codemod.scratch is light.scratch
+        assert [(i.module_name, i.alias) for i in AddImportsVisitor._get_imports_from_context(
+            codemod
+        )] == [("tensorflow", "tf")]
         cstpatch.load()  # once: not wrapped again
         assert _visitors._gather_matchers.__closure__[0].cell_contents.__name__ == (
             "_gather_matchers"

@@ -14,6 +14,7 @@ from est2tpu.batching import (
 )
 from est2tpu.cstutil import (
     descendants,
+    literal_text,
     passes_params_on,
     target_names,
     walk,
@@ -279,7 +280,7 @@ def dict_keys(value: cst.BaseExpression | None) -> frozenset[str] | None:
             element.key, cst.SimpleString
         ):
             return None
-        keys.add(str(element.key.evaluated_value))
+        keys.add(str(literal_text(element.key)))
     return frozenset(keys)
 
 
@@ -383,7 +384,7 @@ def reserved_keys_built_in(value: cst.BaseExpression | None) -> list[str]:
     call's keyword arguments (`HParams(batch_size=64)`, `dict(batch_size=64)`)."""
     if isinstance(value, cst.Dict):
         keys = {
-            str(el.key.evaluated_value)
+            str(literal_text(el.key))
             for el in value.elements
             if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)
         }

@@ -9,6 +9,7 @@ import libcst as cst
 
 from est2tpu.cstutil import (
     iter_calls,
+    literal_text,
     name_count,
     names_read,
     target_names,
@@ -96,11 +97,11 @@ class CtorSites(UseScope):
                 plan.params_batch = plan.flags_batch
         if isinstance(literal, cst.Dict):
             reserved = sorted(
-                str(el.key.evaluated_value)
+                str(literal_text(el.key))
                 for el in literal.elements
                 if isinstance(el, cst.DictElement)
                 and isinstance(el.key, cst.SimpleString)
-                and el.key.evaluated_value in ("batch_size", "context")
+                and literal_text(el.key) in ("batch_size", "context")
             )
             if "context" in reserved or (reserved and plan.model_fn_reads_batch_size):
                 return (
@@ -115,7 +116,7 @@ class CtorSites(UseScope):
                     for el in literal.elements
                     if isinstance(el, cst.DictElement)
                     and isinstance(el.key, cst.SimpleString)
-                    and el.key.evaluated_value == "batch_size"
+                    and literal_text(el.key) == "batch_size"
                 )
                 if name_count(fn, name, keywords=False) == 2 and same_at_ctor(fn, value):
                     plan.params_binding = (scope, name)
@@ -294,7 +295,7 @@ class CtorSites(UseScope):
                 and define.startswith("DEFINE_")
                 and isinstance(first, cst.SimpleString)
             ):
-                defined.add(str(first.evaluated_value))
+                defined.add(str(literal_text(first)))
         return self.code(held), sorted(defined & {"batch_size", "context"})
 
     def is_run_config(self, expr: cst.BaseExpression) -> bool:

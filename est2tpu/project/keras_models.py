@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from est2tpu.cstutil import literal_text
 from est2tpu.index import SourceModule, call_arg, param_names
 from est2tpu.names import dotted
 from est2tpu.project import values as value_query
@@ -208,7 +209,7 @@ def _optimizer(scope: BodyScope, compile_call: cst.Call) -> CompiledOptimizer | 
         return None
     value = held[0][1]
     if isinstance(value, cst.SimpleString):
-        text = value.evaluated_value
+        text = literal_text(value)
         return CompiledOptimizer(str(text), from_string=True)
     if not isinstance(value, cst.Call) or any(a.star for a in value.args):
         return None

@@ -426,9 +426,9 @@ class UseCollector(InputFns, CtorSites):
                 return
             # A spec by its place among the scope's specs (the rule's key_of), any other call
             # by its text.
-            site_key = self.spec_sites.get(id(call)) or self.node_keys.get(
-                id(call), (self.src.path, scope, self.code(call))
-            )
+            site_key = self.spec_sites.get(id(call)) or self.node_keys.get(id(call))
+            if site_key is None:
+                site_key = (self.src.path, scope, self.code(call))
             site = self.ix.index.use_sites.setdefault(site_key, UseSite())
             self.ctor_key = ctor
             self.ctor_scope = ctor[1] if ctor is not None else None

@@ -15,6 +15,8 @@ from typing import Protocol
 
 import libcst as cst
 
+from est2tpu.cstutil import literal_text
+
 # How many names a value is followed through before the query gives up (a cycle, or a chain
 # no program writes).
 MAX_DEPTH = 8
@@ -90,12 +92,12 @@ def _dict_pick(scope: Scope, expr: cst.Subscript, depth: int) -> list[Choice] | 
         return None  # `{**base, ...}`: elements the literal does not show
     key = expr.slice[0].slice.value
     if isinstance(key, cst.SimpleString):
-        wanted = key.evaluated_value
+        wanted = literal_text(key)
         return [
             (where, e.value)
             for e in elements
             if isinstance(e, cst.DictElement)
             and isinstance(e.key, cst.SimpleString)
-            and e.key.evaluated_value == wanted
+            and literal_text(e.key) == wanted
         ]
     return [(where, e.value) for e in elements]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from est2tpu.cstpatch import AddImportsVisitor, RemoveImportsVisitor
+from est2tpu.cstpatch import schedule_import, schedule_removal
 from est2tpu.cstutil import iter_calls
 from est2tpu.index import ProjectIndex
 from est2tpu.names import attr_chain, in_estimator_only_module
@@ -20,7 +20,7 @@ FACADE_ALIAS = "tf2_runtime"
 
 def facade(rule: Rule, name: str) -> cst.BaseExpression:
     """A reference to `est2tpu.runtime.tf2.<name>`, imported as `tf2_runtime`."""
-    AddImportsVisitor.add_needed_import(rule.context, FACADE_MODULE, asname=FACADE_ALIAS)
+    schedule_import(rule.context, FACADE_MODULE, asname=FACADE_ALIAS)
     return attr_chain(f"{FACADE_ALIAS}.{name}")
 
 
@@ -40,7 +40,7 @@ def drop_estimator_import(rule: Rule, node: cst.Name | cst.Attribute) -> None:
         return
     form = imports.import_form(head.value)
     if form is not None:
-        RemoveImportsVisitor.remove_unused_import(rule.context, *form)
+        schedule_removal(rule.context, *form)
 
 
 def tf2_model_fns(index: ProjectIndex) -> set[tuple[str, str]]:

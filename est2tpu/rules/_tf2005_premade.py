@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from est2tpu.cstutil import explode, one_per_line
+from est2tpu.cstutil import explode, literal_text, one_per_line
 from est2tpu.names import single_assignments
 from est2tpu.rule import FileState
 from est2tpu.rules._tf2005_optimizers import TF1_NO_KERAS, TF1_OPTIMIZERS, is_none
@@ -210,8 +210,8 @@ class PremadeChecks:
             if kind == "DNN":
                 return "(None: TF 1.x's V1 DNN premade raises a ValueError for it)"
             return ""  # both use Ftrl at min(0.2, 1 / sqrt(len(feature_columns)))
-        elif isinstance(node, cst.SimpleString) and node.evaluated_value in OPTIMIZER_NAMES:
-            name = str(node.evaluated_value)
+        elif isinstance(node, cst.SimpleString) and literal_text(node) in OPTIMIZER_NAMES:
+            name = str(literal_text(node))
         else:
             return (
                 f"(the partitioner makes this TF 1.x's V1 {short}, whose optimizer maps "
@@ -229,7 +229,7 @@ class PremadeChecks:
 
     def _exact_optimizer(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.SimpleString):
-            return node.evaluated_value in OPTIMIZER_NAMES
+            return literal_text(node) in OPTIMIZER_NAMES
         if isinstance(node, cst.Call):
             name = self.tf_name(node.func)
             return name in LEGACY_OPTIMIZERS and not any(a.star for a in node.args)

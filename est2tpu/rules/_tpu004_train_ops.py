@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from est2tpu.cstpatch import RemoveImportsVisitor
-from est2tpu.cstutil import assigned_names, iter_calls, pure_read, unique_name, walk
+from est2tpu.cstpatch import schedule_removal
+from est2tpu.cstutil import assigned_names, iter_calls, literal_text, pure_read, unique_name, walk
 from est2tpu.names import dotted
 from est2tpu.rule import Rule
 
@@ -169,7 +169,7 @@ def expand_create_train_op(
         form = rule.state.imports.import_form(head)
         if form is not None and form[0].startswith("tf_slim"):
             # tf_slim is not TensorFlow's: its import goes when nothing else uses it
-            RemoveImportsVisitor.remove_unused_import(rule.context, *form)
+            schedule_removal(rule.context, *form)
         return new, name
 
     return _expand_assigned(
@@ -313,7 +313,7 @@ def optimize_loss_plan(
         value = args["name"]
         if not isinstance(value, cst.SimpleString):
             raise Refusal("optimize_loss(name=...) that is not a string literal")
-        scope = str(value.evaluated_value)
+        scope = str(literal_text(value))
     summaries = {"loss", "learning_rate", "global_gradient_norm"}
     if not none("summaries"):
         value = args["summaries"]
@@ -321,7 +321,11 @@ def optimize_loss_plan(
             isinstance(e.value, cst.SimpleString) for e in value.elements
         ):
             raise Refusal("optimize_loss(summaries=...) that is not a literal list")
-        summaries = {str(e.value.evaluated_value) for e in value.elements}  # type: ignore[attr-defined]
+        summaries = {
+            str(literal_text(e.value))
+            for e in value.elements
+            if isinstance(e.value, cst.SimpleString)  # each is, as tested above
+        }
         if summaries & {"gradients", "gradient_norm"}:
             raise Refusal(
                 "optimize_loss(summaries=[...]) with per-variable gradient summaries "
@@ -380,7 +384,7 @@ def optimize_loss_plan(
                "Ftrl": "FtrlOptimizer", "RMSProp": "RMSPropOptimizer",
                "SGD": "GradientDescentOptimizer"}  # fmt: skip
     if isinstance(optimizer, cst.SimpleString):
-        kind = str(optimizer.evaluated_value)
+        kind = str(literal_text(optimizer))
         if lr is None:
             raise Refusal("optimize_loss with an optimizer name and no learning rate")
         if kind == "Momentum":

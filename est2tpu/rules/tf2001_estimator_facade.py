@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstpatch import RemoveImportsVisitor
+from est2tpu.cstpatch import schedule_removal
 from est2tpu.cstutil import (
     descendants,
     iter_calls,
@@ -369,7 +369,7 @@ class EstimatorFacade(Rule):
         if isinstance(func, cst.Name):
             form = self.state.imports.import_form(func.value)
             if form is not None:
-                RemoveImportsVisitor.remove_unused_import(self.context, *form)
+                schedule_removal(self.context, *form)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self.keras_sgd:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstpatch import RemoveImportsVisitor
+from est2tpu.cstpatch import schedule_removal
 from est2tpu.cstutil import assigned_names, unique_name
 from est2tpu.rule import FileState
 from est2tpu.rules._tf2 import (
@@ -152,7 +152,7 @@ class Tf1ModelFnApis(PairUses):
         form = self.state.imports.import_form(head)
         if form is not None and head != tf:
             # `slim` / tf_slim: gone in TF 2.x; the import goes once nothing else uses it
-            RemoveImportsVisitor.remove_unused_import(self.context, *form)
+            schedule_removal(self.context, *form)
         statements = [cst.parse_statement(line + "\n") for line in lines]
         statements[0] = statements[0].with_changes(leading_lines=updated_node.leading_lines)
         return cst.FlattenSentinel(statements)

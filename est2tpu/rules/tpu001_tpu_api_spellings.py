@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.cstpatch import RemoveImportsVisitor
+from est2tpu.cstpatch import schedule_removal
 from est2tpu.rule import FileState, Rule
 
 ESTIMATOR_TPU = frozenset(
@@ -101,4 +101,4 @@ class TpuApiSpellings(Rule):
     def _unimport(self, node: cst.BaseExpression, qualified: str) -> None:
         if isinstance(node, cst.Name):
             module, _, name = qualified.rpartition(".")
-            RemoveImportsVisitor.remove_unused_import(self.context, module, name)
+            schedule_removal(self.context, module, name)

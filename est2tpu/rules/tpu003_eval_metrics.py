@@ -21,6 +21,7 @@ from est2tpu.cstutil import (
     indented_blocks,
     iter_calls,
     kwarg,
+    literal_text,
     scalar_tensor,
     unique_name,
     walk,
@@ -501,7 +502,7 @@ def _subscripts(exprs: Sequence[cst.CSTNode]) -> dict[str, tuple[dict[str, cst.S
                 return
             key = index.value
             if isinstance(key, cst.SimpleString):
-                text = str(key.evaluated_value)
+                text = str(literal_text(key))
             elif isinstance(key, cst.Integer):
                 text = key.value
             else:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from est2tpu.cstpatch import CodemodContext
+from est2tpu.cstpatch import RuleContext
 from est2tpu.cstutil import (
     add_param,
     assigned_names,
@@ -15,6 +15,7 @@ from est2tpu.cstutil import (
     has_param,
     is_multiline,
     kwarg,
+    literal_text,
     passes_params_on,
     splats_params,
     too_long,
@@ -44,7 +45,7 @@ class TpuEstimator(Rule):
             or any(path == state.path for path, _ in state.index.model_fns)
         )
 
-    def __init__(self, context: CodemodContext, state: FileState) -> None:
+    def __init__(self, context: RuleContext, state: FileState) -> None:
         super().__init__(context, state)
         self._defs: list[cst.FunctionDef | cst.ClassDef] = []  # the nodes of self.scope
         # the scopes of this file that hold a model_fn wrapper lambda: a lambda's code (its
@@ -124,7 +125,7 @@ class TpuEstimator(Rule):
                     for el in params_arg.value.elements
                     if isinstance(el, cst.DictElement)
                     and isinstance(el.key, cst.SimpleString)
-                    and el.key.evaluated_value == "batch_size"
+                    and literal_text(el.key) == "batch_size"
                 ),
                 None,
             )
@@ -329,7 +330,7 @@ class TpuEstimator(Rule):
             if not (
                 isinstance(el, cst.DictElement)
                 and isinstance(el.key, cst.SimpleString)
-                and el.key.evaluated_value == "batch_size"
+                and literal_text(el.key) == "batch_size"
             )
         ]
         if len(kept) == len(value.elements):
@@ -361,7 +362,7 @@ def _batch_size_held_by(params: cst.Arg | None, sizes: Iterable[str]) -> str | N
             and len(expr.slice) == 1
             and isinstance(expr.slice[0].slice, cst.Index)
             and isinstance(expr.slice[0].slice.value, cst.SimpleString)
-            and expr.slice[0].slice.value.evaluated_value == "batch_size"
+            and literal_text(expr.slice[0].slice.value) == "batch_size"
         ):
             return "subscript"
     return None
