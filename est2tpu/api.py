@@ -95,10 +95,12 @@ def migrate_paths(
 
     Speed (see docs/performance.md): reading and decoding run in worker
     processes for very large trees; with a cache, a file the byte pre-filter skipped before
-    and whose stat has not changed since is not read again; LibCST is not even imported
-    when the cache answers for every file; only the modules the project index needs are parsed before it is built; a
-    file that no selected rule can touch (judged from its text and an import scan that can
-    only over-approximate) is neither compiled nor parsed by LibCST; the rest are
+    and whose stat has not changed since is not read again, and one that passed it before,
+    unchanged since, is read but neither pre-filtered nor hashed again; LibCST is not even
+    imported when the cache answers for every file; only the modules the project index
+    needs are parsed before it is built; a file that no selected rule can touch (judged
+    from its text and an import scan that can only over-approximate) is neither compiled
+    nor parsed by LibCST; the rest are
     parsed and migrated in worker processes.
     """
     from est2tpu.discovery import discover
@@ -113,6 +115,7 @@ def migrate_paths(
     contents: dict[Path, str] = {}  # a skipped file -> the digest of its bytes
     if cache is not None:
         state.parsed_notebooks = cache.parsed_notebooks()
+        state.passed = cache.passed()
         now = time.time()
         for path in tasks:
             stamps[path] = stamp = stat_stamp(path, now)
@@ -155,7 +158,11 @@ def migrate_paths(
         else:
             scan = runner.scan_received(item, next(scans))
             ordered.append(scan)
-            if cache is not None and _unmatched(scan):
+            if cache is None:
+                continue
+            if isinstance(scan, Candidate):
+                cache.put_passed(item, stamps[item], scan.digest)
+            elif _unmatched(scan):
                 contents[item] = _contents_digest(item)
                 cache.put_unmatched(item, stamps[item], contents[item])
     yield from _migrate_scanned(ordered, state, per_file_ignores, cache, jobs, progress, contents)

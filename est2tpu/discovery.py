@@ -368,22 +368,42 @@ class _PatternIndex:
             else:
                 self.by_name.setdefault(head, []).append(i)
         self.path_lengths = sorted({len(k) for k in self.by_path})
+        self._names: dict[str, tuple[int, ...]] = {}  # file name -> `_name_candidates`
         self.name_lengths = sorted({len(k) for k in self.by_name})
         self.suffix_lengths = sorted({len(k) for k in self.by_suffix})
 
-    def candidates(self, path: str) -> list[int]:
+    def candidates(self, path: str) -> Sequence[int]:
         """Indices of the lines that may match ``path``, last line first."""
-        name = path.rsplit(os.sep, 1)[-1]
+        name = path[path.rfind(os.sep) + 1 :]
+        found = self._names.get(name)
+        if found is None:
+            found = self._name_candidates(name)
+            if len(self._names) >= _NAME_MEMO:
+                self._names.clear()
+            self._names[name] = found
+        if not self.path_lengths:
+            return found
+        extra = [i for n in self.path_lengths for i in self.by_path.get(path[:n], ())]
+        if not extra:
+            return found
+        return sorted([*found, *extra], reverse=True)
+
+    def _name_candidates(self, name: str) -> tuple[int, ...]:
+        """The lines that may match a path whatever its directory: those asked every time,
+        and the unanchored ones whose literal start or `*` suffix fits ``name``."""
         found = list(self.always)
-        for n in self.path_lengths:
-            found += self.by_path.get(path[:n], ())
         for n in self.name_lengths:
             found += self.by_name.get(name[:n], ())
         for n in self.suffix_lengths:
             if n <= len(name):
                 found += self.by_suffix.get(name[len(name) - n :], ())
         found.sort(reverse=True)
-        return found
+        return tuple(found)
+
+
+#: How many file names one pattern index remembers the candidate lines of (a tree's names
+#: repeat: every package has an `__init__.py`).
+_NAME_MEMO = 65536
 
 
 def _literal_head(glob: str) -> str:
@@ -432,6 +452,10 @@ def _not_regular(path: Path | str) -> str | None:
         return None
     kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
     return f"not a regular file ({kind})"
+
+
+#: The entries of a directory that decide how the rest of it is walked.
+_DECIDING = frozenset({".gitignore", "pyvenv.cfg"})
 
 
 def _is_venv(path: str) -> bool:
@@ -500,7 +524,7 @@ class _Walk:
         subdirs: list[tuple[str, str, list[IgnorePattern]]] = []
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
         except OSError as exc:
             if rel_dir and _is_venv(directory):
                 return subdirs
@@ -511,14 +535,29 @@ class _Walk:
             reason = f"cannot read directory: {exc.strerror or exc}"
             self.add(rel_dir, (self.spelled(rel_dir), reason), None)
             return subdirs
-        named = {entry.name: entry for entry in entries if entry.name[0] in ".p"}
+        # Most entries of a big tree are neither directories nor Python: one pass sets them
+        # aside by name and file type (no path built, no stat), and notes the two files that
+        # decide how the rest is walked. Entries are not sorted here: `_merge` sorts.
+        kept: list[os.DirEntry[str]] = []
+        named: dict[str, os.DirEntry[str]] = {}
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(SUFFIXES):
+                if name in _DECIDING:
+                    named[name] = entry
+                try:
+                    if not entry.is_dir(follow_symlinks=False):
+                        continue
+                except OSError:
+                    pass  # said below, where the entry is looked at again
+            kept.append(entry)
         if rel_dir and _is_file("pyvenv.cfg", named):
             return subdirs
         if _is_file(".gitignore", named):
             own = os.path.join(directory, ".gitignore")
             patterns = patterns + _read_ignore_file(Path(own), Path(directory))
         self.walked[directory] = patterns
-        for entry in entries:
+        for entry in kept:
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -527,15 +566,15 @@ class _Walk:
                 reason = f"cannot stat: {exc.strerror or exc}"
                 self.add(rel, (self.spelled(rel), reason), None)
                 continue
-            # Most entries of a big tree are neither directories nor Python: no paths built.
-            # (`entry.path` is `os.path.join(directory, entry.name)`, as `rel` is below.)
-            if not is_dir and not entry.name.endswith(SUFFIXES):
-                continue
-            path = entry.path
-            rel = f"{rel_dir}{os.sep}{entry.name}" if rel_dir else entry.name
             if is_dir:
                 if entry.name in DEFAULT_EXCLUDED_DIRS:
                     continue
+            elif not entry.name.endswith(SUFFIXES):
+                continue
+            # (`entry.path` is `os.path.join(directory, entry.name)`, as `rel` is below.)
+            path = entry.path
+            rel = f"{rel_dir}{os.sep}{entry.name}" if rel_dir else entry.name
+            if is_dir:
                 if _is_ignored(path, True, patterns) or self.excluded(path, True):
                     continue
                 subdirs.append((path, rel, patterns))
