@@ -542,9 +542,9 @@ class _Walk:
         named: dict[str, os.DirEntry[str]] = {}
         for entry in entries:
             name = entry.name
+            if name in _DECIDING:
+                named[name] = entry
             if not name.endswith(SUFFIXES):
-                if name in _DECIDING:
-                    named[name] = entry
                 try:
                     if not entry.is_dir(follow_symlinks=False):
                         continue
