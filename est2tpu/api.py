@@ -9,9 +9,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from est2tpu import catalogue, layout, runner
+from est2tpu import catalogue, runner
 from est2tpu.cache import Cache, digest, index_digest, restore_result, stat_stamp
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
+from est2tpu.lintconfig import configured_line_length
 from est2tpu.runner import Candidate, ProgressFn, RunState, Settings
 
 if TYPE_CHECKING:
@@ -282,7 +283,7 @@ def _file_key(cand: Candidate, facts: str, lengths: dict[str, int | None]) -> st
     """The cache key of a file's result: its path, contents, the project's facts, its
     per-file ignores, and the line length its linter configuration sets (the migrated
     text wraps at it, `layout`; `lengths`: the folders' lengths this run found)."""
-    length = layout.configured_line_length(str(cand.result.path), lengths)
+    length = configured_line_length(str(cand.result.path), lengths)
     return Cache.file_key(
         cand.result.path, cand.digest, facts, [*cand.extra, f"\0line-length {length}"]
     )

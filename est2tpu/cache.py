@@ -63,15 +63,20 @@ def tool_fingerprint() -> str:
     """
     import est2tpu
 
-    root = Path(est2tpu.__file__).resolve().parent
+    root = os.path.dirname(os.path.realpath(est2tpu.__file__))
     parts: list[bytes | str] = [
         str(FORMAT),
         est2tpu.__version__,
         _libcst_version(),
         f"{sys.implementation.name} {sys.version}",
     ]
-    for path in sorted(root.rglob("*.py")):
-        parts += [path.relative_to(root).as_posix(), path.read_bytes()]
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        below = os.path.relpath(folder, root).replace(os.sep, "/")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    parts += [f"{below}/{name}", f.read()]
     return digest(*parts)
 
 

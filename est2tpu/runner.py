@@ -307,7 +307,6 @@ def scan_received(path: Path, scan: FileResult | Candidate | None) -> FileResult
 
 
 def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
-    from est2tpu import notebook
     from est2tpu.textio import check_wide, decode
 
     data, known = _read(path, state.passed.get(str(path)))
@@ -316,6 +315,8 @@ def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
         result.status = Status.SKIPPED
         return []
     if path.suffix == ".ipynb":
+        from est2tpu import notebook  # here: most runs read no notebook
+
         known = known or digest(data)
         nb = notebook.load(data, check_cells=known not in state.parsed_notebooks)
         result.old_text = result.new_text = nb.raw
@@ -363,8 +364,14 @@ def _module_names(path: Path, state: RunState) -> list[str]:
     if parts is None:
         if state.dir_roots is None:
             state.dir_roots = [root for root in state.roots if root.is_dir()]
-        root = next((r for r in state.dir_roots if folder.is_relative_to(r)), folder)
-        parts = state.folder_parts[key] = folder.relative_to(root).parts
+        parts = ()
+        for root in state.dir_roots:
+            try:
+                parts = folder.relative_to(root).parts
+            except ValueError:
+                continue
+            break
+        state.folder_parts[key] = parts
     return dotted_names([*parts, path.stem])
 
 
