@@ -109,6 +109,7 @@ def migrate_paths(
     found = list(discover(paths, exclude=exclude))
     jobs = runner.workers(jobs)
     state = RunState(list(paths), Settings(target, select, tuple(ignore), use_runtime))
+    state.digests = cache is not None
     tasks = [f for f in found if not isinstance(f, tuple)]
     # A file the pre-filter skipped last time, unchanged since (by its stat): skipped unread.
     stamps: dict[Path, str | None] = {}
@@ -210,13 +211,14 @@ def _migrate_scanned(
     )
     facts = cache.index_for(inputs_key) if cache is not None else None
     lengths: dict[str, int | None] = {}  # folder -> its configured line length, this run
+    reals: dict[str, str] = {}  # folder -> its real path, this run
 
     def from_cache(facts: str) -> None:
         assert cache is not None
         for cid, cand in enumerate(cands):
             if cid in done:
                 continue
-            key = _file_key(cand, facts, lengths)
+            key = _file_key(cand, facts, lengths, reals)
             hit = cache.get(key, cand.result)
             if hit is not None:
                 early[cid] = hit
@@ -262,7 +264,7 @@ def _migrate_scanned(
                 restore_result(entry, cand.result)
                 early[cid] = bool(hit)
                 if cache is not None and new_facts is not None:
-                    key = _file_key(cand, new_facts, lengths)
+                    key = _file_key(cand, new_facts, lengths, reals)
                     cache.put(key, cand.result, bool(hit))
     if cache is not None:
         cache.save()
@@ -279,11 +281,14 @@ def _migrate_scanned(
             yield cand.result
 
 
-def _file_key(cand: Candidate, facts: str, lengths: dict[str, int | None]) -> str:
+def _file_key(
+    cand: Candidate, facts: str, lengths: dict[str, int | None], reals: dict[str, str]
+) -> str:
     """The cache key of a file's result: its path, contents, the project's facts, its
     per-file ignores, and the line length its linter configuration sets (the migrated
-    text wraps at it, `layout`; `lengths`: the folders' lengths this run found)."""
-    length = configured_line_length(str(cand.result.path), lengths)
+    text wraps at it, `layout`; `lengths` and `reals`: the folders' lengths and real paths
+    this run found)."""
+    length = configured_line_length(str(cand.result.path), lengths, reals)
     return Cache.file_key(
         cand.result.path, cand.digest, facts, [*cand.extra, f"\0line-length {length}"]
     )

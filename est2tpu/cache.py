@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -302,6 +301,8 @@ class Cache:
             "passed": self._new_passed,
             "notebooks": sorted(self._new_notebooks),
         }
+        import tempfile  # here: a warm run over an unchanged tree writes nothing
+
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             _create_gitignore(self.directory / ".gitignore")

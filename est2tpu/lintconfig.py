@@ -11,22 +11,63 @@ __all__ = ["configured_line_length"]
 _DEFAULT_LENGTH = {"ruff": 88, "black": 88, "flake8": 79, "pycodestyle": 79}
 
 
-def configured_line_length(path: str, seen: dict[str, int | None] | None = None) -> int | None:
+def configured_line_length(
+    path: str, seen: dict[str, int | None] | None = None, reals: dict[str, str] | None = None
+) -> int | None:
     """The line length of the linter configuration nearest above `path`, a file on disk:
     ruff (`ruff.toml`, `.ruff.toml`, `[tool.ruff]`), black (`[tool.black]`), flake8 or
     pycodestyle (`setup.cfg`, `tox.ini`, `.flake8`); a section without a length means
     the linter's default (88, or 79). None when no configuration sets one, or `path` is
     not a file (a text given on its own). `seen` holds the answers found already, by
-    folder (a run asks for every file of a tree, and reads each configuration once)."""
+    folder (a run asks for every file of a tree, and reads each configuration once), and
+    `reals` the folders' real paths found already."""
     if path == "-" or not os.path.isfile(path):
         return None
     if seen is None:
         seen = {}
+    if reals is None:
+        reals = {}
+    if os.path.islink(path):  # its target's folder, not the folder it is named in
+        return _length_above(os.path.dirname(os.path.realpath(path)), seen)
     # by the folder as spelled too: its answer is the answer of the folder it resolves to
     spelled = os.path.dirname(path)
     if spelled not in seen:
-        seen[spelled] = _length_above(os.path.dirname(os.path.realpath(path)), seen)
+        seen[spelled] = _length_above(_real_folder(path, reals), seen)
     return seen[spelled]
+
+
+def _real_folder(path: str, reals: dict[str, str]) -> str:
+    """`os.path.dirname(os.path.realpath(path))` of a file that is not a symlink, each
+    folder above it resolved once a run: a folder's real path is its parent's joined with
+    its name, resolved again only where that name is a symlink. A path that goes up (`..`) is resolved whole, as realpath
+    resolves the symlinks before it, and so is one that starts with `//` (which abspath
+    keeps and realpath does not)."""
+    absolute = os.path.abspath(path)
+    if ".." in path.split(os.sep) or absolute.startswith("//"):
+        return os.path.dirname(os.path.realpath(path))
+    return _real(os.path.dirname(absolute), reals)
+
+
+def _real(folder: str, reals: dict[str, str]) -> str:
+    """The real path of `folder` (absolute, normalised), from its nearest resolved ancestor
+    down (a loop, not recursion: a file may be a thousand folders deep)."""
+    names: list[str] = []
+    at = folder
+    while at not in reals:
+        parent, name = os.path.split(at)
+        if not name or parent == at:
+            reals[at] = at  # the root
+            break
+        names.append(name)
+        at = parent
+    real = reals[at]
+    for name in reversed(names):
+        at = os.path.join(at, name)
+        real = os.path.join(real, name)
+        if os.path.islink(real):
+            real = os.path.realpath(real)
+        reals[at] = real
+    return real
 
 
 def _length_above(directory: str, seen: dict[str, int | None]) -> int | None:

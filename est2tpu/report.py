@@ -110,7 +110,8 @@ class Summary:
             self.failed += 1
         else:
             self.unchanged += 1
-        self.findings.update(f.rule_id for f in result.findings)
+        if result.findings:
+            self.findings.update(f.rule_id for f in result.findings)
 
     @classmethod
     def of(cls, results: Iterable[FileResult]) -> Summary:
@@ -217,6 +218,8 @@ class Location:
 
 def finding_location(result: FileResult, finding: Finding) -> Location:
     """A finding's file (notebook findings carry `nb.ipynb:cell N` in their path)."""
+    if ":cell " not in finding.path:  # no cell to split off (`cell_of` would say so too)
+        return Location(str(result.path), None, finding.position.line, finding.position.column)
     from est2tpu.notebook import cell_of
 
     path, cell = cell_of(finding.path)

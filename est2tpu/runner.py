@@ -41,7 +41,7 @@ class Candidate:
     module: cst.Module | None
     names: list[str]  # the dotted module names it can be imported as
     notebook: Notebook | None = None
-    digest: str = ""  # of the file's bytes, for the cache
+    digest: str = ""  # of the file's bytes, for the cache ("" in a run without one)
     imports: list[tuple[str, str]] | None = None  # import_pairs(); None: could not tell
     extra: list[str] = field(default_factory=list)  # per-file ignores
     imports_scanned: bool = False
@@ -93,6 +93,8 @@ class RunState:
     # Files that passed the pre-filter in a run before (from the results cache): path ->
     # (stat stamp, digest of the bytes). See `_read`.
     passed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # Hash each candidate's bytes (`Candidate.digest`): only a run with a cache uses them.
+    digests: bool = True
     # folder -> its path below the root its files' module names count from, this run
     folder_parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
     dir_roots: list[Path] | None = None  # the roots that are directories, once asked
@@ -331,7 +333,7 @@ def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
         result.status = Status.SKIPPED
         return []
     cand = Candidate(result, None, _module_names(path, state))
-    cand.digest = known or digest(data)
+    cand.digest = known or (digest(data) if state.digests else "")
     if state.scan_imports:
         cand.import_scan()
     return [cand]
