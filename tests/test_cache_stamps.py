@@ -159,3 +159,20 @@ def diff_of(run: subprocess.CompletedProcess[str], name: str) -> str:
     """The diff a JSON report shows of the file called `name`."""
     files = json.loads(run.stdout)["files"]
     return str(next(f["diff"] for f in files if Path(f["path"]).name == name))
+
+
+def test_a_run_without_a_cache_hashes_no_module(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed: list[bytes] = []
+    digest = runner.digest
+
+    def hash_spy(*parts: bytes | str) -> str:
+        hashed.extend(p for p in parts if isinstance(p, bytes))
+        return digest(*parts)
+
+    monkeypatch.setattr(runner, "digest", hash_spy)
+    plain = list(api.migrate_paths([project], jobs=1))
+    assert hashed == [(project / "notes.ipynb").read_bytes()]  # a notebook's cells are keyed
+    cached, _ = run(project, tmp_path / "c")
+    assert facts(plain) == facts(cached) == facts(list(migrate_all_parsed([project])))
