@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 __all__ = ["configured_line_length"]
@@ -21,14 +22,22 @@ def configured_line_length(
     not a file (a text given on its own). `seen` holds the answers found already, by
     folder (a run asks for every file of a tree, and reads each configuration once), and
     `reals` the folders' real paths found already."""
-    if path == "-" or not os.path.isfile(path):
+    if path == "-":
+        return None
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
         return None
     if seen is None:
         seen = {}
     if reals is None:
         reals = {}
-    if os.path.islink(path):  # its target's folder, not the folder it is named in
+    if stat.S_ISLNK(mode):  # its target's folder, not the folder it is named in
+        if not os.path.isfile(path):
+            return None
         return _length_above(os.path.dirname(os.path.realpath(path)), seen)
+    if not stat.S_ISREG(mode):
+        return None
     # by the folder as spelled too: its answer is the answer of the folder it resolves to
     spelled = os.path.dirname(path)
     if spelled not in seen:

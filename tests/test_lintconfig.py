@@ -71,4 +71,10 @@ def test_a_file_a_thousand_folders_deep(tmp_path: Path) -> None:
         os.mkdir(deep)
     with open(os.path.join(deep, "m.py"), "w") as f:
         f.write("x = 1\n")
-    assert configured_line_length(os.path.join(deep, "m.py"), {}, {}) == 64
+    try:
+        assert configured_line_length(os.path.join(deep, "m.py"), {}, {}) == 64
+    finally:
+        os.unlink(os.path.join(deep, "m.py"))
+        while deep != str(tmp_path):  # shutil.rmtree recurses too
+            os.rmdir(deep)
+            deep = os.path.dirname(deep)
