@@ -9,9 +9,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from est2tpu import catalogue, layout, runner
+from est2tpu import catalogue, runner
 from est2tpu.cache import Cache, digest, index_digest, restore_result, stat_stamp
 from est2tpu.ftypes import FileResult, MigrationError, RuleInfo, Status, Target
+from est2tpu.lintconfig import configured_line_length
 from est2tpu.runner import Candidate, ProgressFn, RunState, Settings
 
 if TYPE_CHECKING:
@@ -98,10 +99,12 @@ def migrate_paths(
 
     Speed (see docs/performance.md): reading and decoding run in worker
     processes for very large trees; with a cache, a file the byte pre-filter skipped before
-    and whose stat has not changed since is not read again; LibCST is not even imported
-    when the cache answers for every file; only the modules the project index needs are parsed before it is built; a
-    file that no selected rule can touch (judged from its text and an import scan that can
-    only over-approximate) is neither compiled nor parsed by LibCST; the rest are
+    and whose stat has not changed since is not read again, and one that passed it before,
+    unchanged since, is read but neither pre-filtered nor hashed again; LibCST is not even
+    imported when the cache answers for every file; only the modules the project index
+    needs are parsed before it is built; a file that no selected rule can touch (judged
+    from its text and an import scan that can only over-approximate) is neither compiled
+    nor parsed by LibCST; the rest are
     parsed and migrated in worker processes.
     """
     from est2tpu.discovery import discover
@@ -109,6 +112,7 @@ def migrate_paths(
     found = list(discover(paths, exclude=exclude))
     jobs = runner.workers(jobs)
     state = RunState(list(paths), Settings(target, select, tuple(ignore), use_runtime))
+    state.digests = cache is not None
     tasks = [f for f in found if not isinstance(f, tuple)]
     # A file the pre-filter skipped last time, unchanged since (by its stat): skipped unread.
     stamps: dict[Path, str | None] = {}
@@ -116,6 +120,7 @@ def migrate_paths(
     contents: dict[Path, str] = {}  # a skipped file -> the digest of its bytes
     if cache is not None:
         state.parsed_notebooks = cache.parsed_notebooks()
+        state.passed = cache.passed()
         now = time.time()
         for path in tasks:
             stamps[path] = stamp = stat_stamp(path, now)
@@ -158,7 +163,11 @@ def migrate_paths(
         else:
             scan = runner.scan_received(item, next(scans))
             ordered.append(scan)
-            if cache is not None and _unmatched(scan):
+            if cache is None:
+                continue
+            if isinstance(scan, Candidate):
+                cache.put_passed(item, stamps[item], scan.digest)
+            elif _unmatched(scan):
                 contents[item] = _contents_digest(item)
                 cache.put_unmatched(item, stamps[item], contents[item])
     yield from _migrate_scanned(ordered, state, per_file_ignores, cache, jobs, progress, contents)
@@ -205,13 +214,14 @@ def _migrate_scanned(
     )
     facts = cache.index_for(inputs_key) if cache is not None else None
     lengths: dict[str, int | None] = {}  # folder -> its configured line length, this run
+    reals: dict[str, str] = {}  # folder -> its real path, this run
 
     def from_cache(facts: str) -> None:
         assert cache is not None
         for cid, cand in enumerate(cands):
             if cid in done:
                 continue
-            key = _file_key(cand, facts, lengths)
+            key = _file_key(cand, facts, lengths, reals)
             hit = cache.get(key, cand.result)
             if hit is not None:
                 early[cid] = hit
@@ -259,7 +269,7 @@ def _migrate_scanned(
                 restore_result(entry, cand.result)
                 early[cid] = bool(hit)
                 if cache is not None and new_facts is not None:
-                    key = _file_key(cand, new_facts, lengths)
+                    key = _file_key(cand, new_facts, lengths, reals)
                     cache.put(key, cand.result, bool(hit))
     if cache is not None:
         cache.save()
@@ -276,11 +286,14 @@ def _migrate_scanned(
             yield cand.result
 
 
-def _file_key(cand: Candidate, facts: str, lengths: dict[str, int | None]) -> str:
+def _file_key(
+    cand: Candidate, facts: str, lengths: dict[str, int | None], reals: dict[str, str]
+) -> str:
     """The cache key of a file's result: its path, contents, the project's facts, its
     per-file ignores, and the line length its linter configuration sets (the migrated
-    text wraps at it, `layout`; `lengths`: the folders' lengths this run found)."""
-    length = layout.configured_line_length(str(cand.result.path), lengths)
+    text wraps at it, `layout`; `lengths` and `reals`: the folders' lengths and real paths
+    this run found)."""
+    length = configured_line_length(str(cand.result.path), lengths, reals)
     return Cache.file_key(
         cand.result.path, cand.digest, facts, [*cand.extra, f"\0line-length {length}"]
     )

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -32,6 +31,7 @@ __all__ = [
     "digest",
     "index_digest",
     "restore_result",
+    "stamp_of",
     "stat_stamp",
     "store_result",
     "tool_fingerprint",
@@ -62,15 +62,20 @@ def tool_fingerprint() -> str:
     """
     import est2tpu
 
-    root = Path(est2tpu.__file__).resolve().parent
+    root = os.path.dirname(os.path.realpath(est2tpu.__file__))
     parts: list[bytes | str] = [
         str(FORMAT),
         est2tpu.__version__,
         _libcst_version(),
         f"{sys.implementation.name} {sys.version}",
     ]
-    for path in sorted(root.rglob("*.py")):
-        parts += [path.relative_to(root).as_posix(), path.read_bytes()]
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        below = os.path.relpath(folder, root).replace(os.sep, "/")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    parts += [f"{below}/{name}", f.read()]
     return digest(*parts)
 
 
@@ -151,6 +156,8 @@ class Cache:
         self._new_files: dict[str, Any] = {}
         self._unmatched: dict[str, Any] = {}  # path -> [stat stamp, digest of the bytes]
         self._new_unmatched: dict[str, Any] = {}
+        self._passed: dict[str, Any] = {}  # the same, of files that passed the pre-filter
+        self._new_passed: dict[str, Any] = {}
         self._notebooks: set[str] = set()  # digests of notebooks whose cells parse
         self._new_notebooks: set[str] = set()
         self._loaded = False  # a well-formed file was read
@@ -176,6 +183,9 @@ class Cache:
         notebooks = data.get("notebooks")
         if isinstance(notebooks, list):
             self._notebooks = {str(d) for d in notebooks}
+        passed = data.get("passed")
+        if isinstance(passed, dict):
+            self._passed = passed
         unmatched = data.get("unmatched")
         if isinstance(unmatched, dict):
             self._unmatched = unmatched
@@ -200,6 +210,25 @@ class Cache:
         """Remember a file the pre-filter skipped: its stat stamp and the digest of its bytes."""
         if stamp is not None:
             self._new_unmatched[str(path)] = [stamp, contents]
+
+    # -- files that passed the pre-filter, by their stat ----------------------------------
+
+    def passed(self) -> dict[str, tuple[str, str]]:
+        """Files that passed the byte pre-filter, had no skip-file comment and decoded:
+        path -> (stat stamp, digest of their bytes). A scan that reads such a file and finds
+        it with that very stamp after reading (`stamp_of` its open file) knows those answers
+        and the digest without computing them (`runner.scan_one`)."""
+        return {
+            path: (str(entry[0]), str(entry[1]))
+            for path, entry in self._passed.items()
+            if isinstance(entry, list) and len(entry) == 2
+        }
+
+    def put_passed(self, path: Path, stamp: str | None, contents: str) -> None:
+        """Remember a file that passed the pre-filter: its stat stamp (taken before it was
+        read) and the digest of the bytes read."""
+        if stamp is not None:
+            self._new_passed[str(path)] = [stamp, contents]
 
     # -- notebooks whose cells parse, by the digest of their bytes -------------------------
 
@@ -259,6 +288,7 @@ class Cache:
             and self._new_index == self._index
             and self._new_files == self._files
             and self._new_unmatched == self._unmatched
+            and self._new_passed == self._passed
             and self._new_notebooks == self._notebooks
         ):
             return
@@ -268,8 +298,11 @@ class Cache:
             "index": self._new_index,
             "files": self._new_files,
             "unmatched": self._new_unmatched,
+            "passed": self._new_passed,
             "notebooks": sorted(self._new_notebooks),
         }
+        import tempfile  # here: a warm run over an unchanged tree writes nothing
+
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             _create_gitignore(self.directory / ".gitignore")
@@ -286,18 +319,30 @@ class Cache:
 
 
 #: A file changed this recently may change again within its timestamps' resolution without
-#: them moving (the "racy" case git knows): its stamp is not trusted.
+#: them moving: its stamp is not trusted. This is git's "racy clean" rule and ccache's rule
+#: for include files (an mtime or ctime not older than the run is not trusted), with 2 s of
+#: margin for file systems that keep coarse times (FAT keeps mtime in 2 s steps). ruff keys
+#: its cache by mtime and permissions alone.
 RACY_SECONDS = 2.0
 
 
-def stat_stamp(path: Path, now: float | None = None) -> str | None:
+def stat_stamp(path: Path | str, now: float | None = None) -> str | None:
     """What identifies a file's contents without reading them (taken before reading it):
     device, inode, size, mtime and ctime in nanoseconds. None when it cannot be trusted:
-    the file cannot be stat'ed, or changed too recently (see RACY_SECONDS)."""
+    the file cannot be stat'ed, or changed too recently (see RACY_SECONDS).
+
+    The ctime is what no one can set: a rewrite that keeps the size and puts the mtime
+    back (`touch -d`, `os.utime`) still moves it; a file replaced by another (an editor's
+    atomic save) has another inode."""
     try:
         st = os.stat(path)
     except OSError:
         return None
+    return stamp_of(st, now)
+
+
+def stamp_of(st: os.stat_result, now: float | None = None) -> str | None:
+    """`stat_stamp` of a stat result (of an open file: `os.fstat`)."""
     if now is None:
         now = time.time()
     if max(st.st_mtime_ns, st.st_ctime_ns) >= (now - RACY_SECONDS) * 1e9:

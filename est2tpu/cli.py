@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from est2tpu import __version__, api, nbdiff, report, scope, streams, textio
 from est2tpu.cache import Cache, default_dir
 from est2tpu.catalogue import data_dir
 from est2tpu.config import Config, ConfigError, load_for
+from est2tpu.console import LazyConsole
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.nbdiff import NotebookDiff
 from est2tpu.streams import PROGRESS_MIN_FILES, ProgressBar, SafeStream, usable
@@ -68,9 +67,9 @@ class _Mode(enum.Enum):
     CHECK = "check"
 
 
-def _stderr() -> Console:
+def _stderr() -> LazyConsole:
     # Built per command so that the stream (and so TTY/NO_COLOR detection) is the current one.
-    return Console(stderr=True, highlight=False)
+    return LazyConsole(stderr=True)
 
 
 def _error(message: str) -> None:
@@ -78,8 +77,8 @@ def _error(message: str) -> None:
     _stderr().out(f"error: {' '.join(message.split())}", highlight=False)
 
 
-def _stdout() -> Console:
-    return Console(highlight=False)
+def _stdout() -> LazyConsole:
+    return LazyConsole()
 
 
 PathsArg = Annotated[
@@ -399,8 +398,8 @@ def verify(
             project,
             command or [],
             output_format.value,
-            _stdout(),
-            _stderr(),
+            _stdout().rich,
+            _stderr().rich,
             timeout=timeout,
             cores=tpu_cores,
             target=target,
@@ -410,6 +409,8 @@ def verify(
             strict_shapes=strict_shapes,
         )
         raise typer.Exit(code)
+    from rich.text import Text
+
     if output_format is not OutputFormat.TEXT:
         _stderr().print(Text("error: --output-format goes with --tpu"))
         raise typer.Exit(EXIT_ERROR)
@@ -529,7 +530,8 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
     summary = report.Summary()
     collected: list[FileResult] = []
     if "-" in paths:
-        result = _stdin(mode, options, summary, err, show_diff=show_diff and text)
+        result = _stdin(mode, options, err, show_diff=show_diff and text)
+        summary.add(result)
         collected.append(result)
     file_paths = []
     for p in paths:
@@ -565,7 +567,7 @@ def _run(paths: Sequence[str], mode: _Mode, options: _Options, *, show_diff: boo
 
 
 def _results(
-    given: list[Path], mode: _Mode, options: _Options, err: Console
+    given: list[Path], mode: _Mode, options: _Options, err: LazyConsole
 ) -> Iterator[FileResult]:
     """The results of the files given. A file named on its own is migrated with the project
     around it (read, never reported nor written), so that what it imports is known; a
@@ -578,20 +580,20 @@ def _results(
         for path in context:
             err.out(f"project: {path} (read, not reported, for the files named)", highlight=False)
     config = options.config
-    bar = ProgressBar(err)
-    results = bar.done_on_first(
-        api.migrate_paths(
-            [*given, *context],
-            target=options.target,
-            select=options.select,
-            ignore=options.ignore,
-            exclude=[*options.exclude, *config.exclude_patterns(options.replaced)],
-            use_runtime=options.use_runtime,
-            per_file_ignores=config.ignores_for if config.per_file_ignores else None,
-            cache=_cache(options, [*given, *context]),
-            progress=bar.show if err.is_terminal else None,
-        )
+    bar = ProgressBar(err.rich) if err.is_terminal else None  # drawn on a terminal only
+    results: Iterator[FileResult] = api.migrate_paths(
+        [*given, *context],
+        target=options.target,
+        select=options.select,
+        ignore=options.ignore,
+        exclude=[*options.exclude, *config.exclude_patterns(options.replaced)],
+        use_runtime=options.use_runtime,
+        per_file_ignores=config.ignores_for if config.per_file_ignores else None,
+        cache=_cache(options, [*given, *context]),
+        progress=bar.show if bar is not None else None,
     )
+    if bar is not None:
+        results = bar.done_on_first(results)
     if not context:
         yield from results
         return
@@ -642,7 +644,7 @@ def _write_report(results: list[FileResult], output: OutputFormat, *, with_diff:
 
 
 def _handle(
-    result: FileResult, mode: _Mode, err: Console, *, show_diff: bool, options: _Options
+    result: FileResult, mode: _Mode, err: LazyConsole, *, show_diff: bool, options: _Options
 ) -> None:
     """Print, and in write mode write, one file's result. A failed write fails the result."""
     quiet = options.quiet or options.output is not OutputFormat.TEXT
@@ -685,9 +687,7 @@ def _write(result: FileResult, trees: Sequence[str]) -> list[str]:
     return write_file(result.path, new, expected=old, trees=trees).lost
 
 
-def _stdin(
-    mode: _Mode, options: _Options, summary: report.Summary, err: Console, *, show_diff: bool
-) -> FileResult:
+def _stdin(mode: _Mode, options: _Options, err: LazyConsole, *, show_diff: bool) -> FileResult:
     data = sys.stdin.buffer.read()
     try:
         decoded = None if streams.is_notebook(data) else textio.decode(data)
@@ -714,7 +714,6 @@ def _stdin(
             )
             result.encoding, result.bom = decoded.encoding, decoded.bom
             result.newline = decoded.newline
-    summary.add(result)
     if result.status is Status.FAILED:
         err.out(report.failure_line(result), highlight=False)
     elif result.changed and mode is _Mode.CHECK and options.output is OutputFormat.TEXT:

@@ -313,17 +313,7 @@ def _is_ignored(path: Path | str, is_dir: bool, patterns: Sequence[IgnorePattern
     """
     if not patterns:
         return False
-    path = str(path)
-    for i in _PatternIndex.of(patterns).candidates(path):
-        pat = patterns[i]
-        if not path.startswith(pat.prefix):
-            continue
-        rel = path[len(pat.prefix) :]
-        if os.sep != "/":  # pragma: no cover - not POSIX
-            rel = rel.replace(os.sep, "/")
-        if pat.matches(rel, is_dir):
-            return not pat.negate
-    return False
+    return _PatternIndex.of(patterns).ignores(str(path), is_dir)
 
 
 class _PatternIndex:
@@ -331,9 +321,10 @@ class _PatternIndex:
 
     Asking every line of a 50,000-line .gitignore about every file took minutes; git itself
     takes a fraction of a second. A line whose glob starts with literal text can only match
-    a path (or, unanchored, a file name) that starts with that text; one of the form
-    `*.ext` only a name ending in `.ext`; only lines starting with a wildcard are asked
-    every time. Candidates come last line first, so the first match decides.
+    a path (or, unanchored, a file name) that starts with that text, and one without a
+    wildcard (`build/`) only that very name; one of the form `*.ext` only a name ending in
+    `.ext`; only lines starting with a wildcard are asked every time. Candidates come last
+    line first, so the first match decides.
     """
 
     _cache: dict[int, tuple[Sequence[IgnorePattern], _PatternIndex]] = {}  # noqa: RUF012
@@ -351,8 +342,10 @@ class _PatternIndex:
         return found[1]
 
     def __init__(self, patterns: Sequence[IgnorePattern]) -> None:
+        self.patterns = patterns
         self.by_path: dict[str, list[int]] = {}  # anchored: prefix + literal start
         self.by_name: dict[str, list[int]] = {}  # unanchored: literal start of the name
+        self.by_exact: dict[str, list[int]] = {}  # unanchored, no wildcard: the name
         self.by_suffix: dict[str, list[int]] = {}  # unanchored "*" + literal
         self.always: list[int] = []
         for i, pat in enumerate(patterns):
@@ -365,25 +358,60 @@ class _PatternIndex:
                 self.always.append(i)
             elif pat.anchored:
                 self.by_path.setdefault(pat.prefix + head, []).append(i)
+            elif pat.literal is not None:
+                self.by_exact.setdefault(pat.literal, []).append(i)
             else:
                 self.by_name.setdefault(head, []).append(i)
         self.path_lengths = sorted({len(k) for k in self.by_path})
+        self._names: dict[str, tuple[int, ...]] = {}  # file name -> `_name_candidates`
         self.name_lengths = sorted({len(k) for k in self.by_name})
         self.suffix_lengths = sorted({len(k) for k in self.by_suffix})
 
-    def candidates(self, path: str) -> list[int]:
+    def ignores(self, path: str, is_dir: bool) -> bool:
+        """`_is_ignored(path, is_dir, patterns)` of this index's patterns."""
+        for i in self.candidates(path):
+            pat = self.patterns[i]
+            if not path.startswith(pat.prefix):
+                continue
+            rel = path[len(pat.prefix) :]
+            if os.sep != "/":  # pragma: no cover - not POSIX
+                rel = rel.replace(os.sep, "/")
+            if pat.matches(rel, is_dir):
+                return not pat.negate
+        return False
+
+    def candidates(self, path: str) -> Sequence[int]:
         """Indices of the lines that may match ``path``, last line first."""
-        name = path.rsplit(os.sep, 1)[-1]
-        found = list(self.always)
-        for n in self.path_lengths:
-            found += self.by_path.get(path[:n], ())
+        name = path[path.rfind(os.sep) + 1 :]
+        found = self._names.get(name)
+        if found is None:
+            found = self._name_candidates(name)
+            if len(self._names) >= _NAME_MEMO:
+                self._names.clear()
+            self._names[name] = found
+        if not self.path_lengths:
+            return found
+        extra = [i for n in self.path_lengths for i in self.by_path.get(path[:n], ())]
+        if not extra:
+            return found
+        return sorted([*found, *extra], reverse=True)
+
+    def _name_candidates(self, name: str) -> tuple[int, ...]:
+        """The lines that may match a path whatever its directory: those asked every time,
+        and the unanchored ones whose literal start or `*` suffix fits ``name``."""
+        found = [*self.always, *self.by_exact.get(name, ())]
         for n in self.name_lengths:
             found += self.by_name.get(name[:n], ())
         for n in self.suffix_lengths:
             if n <= len(name):
                 found += self.by_suffix.get(name[len(name) - n :], ())
         found.sort(reverse=True)
-        return found
+        return tuple(found)
+
+
+#: How many file names one pattern index remembers the candidate lines of (a tree's names
+#: repeat: every package has an `__init__.py`).
+_NAME_MEMO = 65536
 
 
 def _literal_head(glob: str) -> str:
@@ -434,6 +462,10 @@ def _not_regular(path: Path | str) -> str | None:
     return f"not a regular file ({kind})"
 
 
+#: The entries of a directory that decide how the rest of it is walked.
+_DECIDING = frozenset({".gitignore", "pyvenv.cfg"})
+
+
 def _is_venv(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
@@ -465,9 +497,9 @@ class _Walk:
     excludes: list[IgnorePattern]
     cwd_excludes: list[IgnorePattern]
     based: list[IgnorePattern]  # each matched from its own base (a config file's directory)
-    # (path below the root, split at separators, for sorting; what to yield; real path)
-    found: list[tuple[list[str], Path | tuple[Path, str], str | None]]
-    links: list[tuple[list[str], Path, str]]  # symlinked files inside the tree: target
+    # (`_order` of the path below the root; what to yield; real path)
+    found: list[tuple[str, Path | tuple[Path, str], str | None]]
+    links: list[tuple[str, Path, str]]  # symlinked files inside the tree: target
     # Every directory walked (absolute, not resolved) and the ignore patterns that apply in it.
     walked: dict[str, list[IgnorePattern]] = field(default_factory=dict)
 
@@ -475,14 +507,14 @@ class _Walk:
         return self.given / rel if rel else self.given
 
     def excluded(self, path: str, is_dir: bool) -> bool:
-        return (
+        return bool(self.excludes or self.cwd_excludes or self.based) and (
             _is_ignored(path, is_dir, self.excludes)
             or _is_ignored(path, is_dir, self.cwd_excludes)
             or _is_ignored(path, is_dir, self.based)
         )
 
     def add(self, rel: str, item: Path | tuple[Path, str], real: str | None) -> None:
-        self.found.append((rel.split(os.sep), item, real))
+        self.found.append((_order(rel), item, real))
 
     def walk(self, directory: str, rel_dir: str, patterns: list[IgnorePattern]) -> None:
         # A stack, not recursion: a tree 1,000 directories deep is walked like any other.
@@ -500,7 +532,7 @@ class _Walk:
         subdirs: list[tuple[str, str, list[IgnorePattern]]] = []
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
         except OSError as exc:
             if rel_dir and _is_venv(directory):
                 return subdirs
@@ -511,14 +543,30 @@ class _Walk:
             reason = f"cannot read directory: {exc.strerror or exc}"
             self.add(rel_dir, (self.spelled(rel_dir), reason), None)
             return subdirs
-        named = {entry.name: entry for entry in entries if entry.name[0] in ".p"}
+        # Most entries of a big tree are neither directories nor Python: one pass sets them
+        # aside by name and file type (no path built, no stat), and notes the two files that
+        # decide how the rest is walked. Entries are not sorted here: `_merge` sorts.
+        kept: list[os.DirEntry[str]] = []
+        named: dict[str, os.DirEntry[str]] = {}
+        for entry in entries:
+            name = entry.name
+            if name in _DECIDING:
+                named[name] = entry
+            if not name.endswith(SUFFIXES):
+                try:
+                    if not entry.is_dir(follow_symlinks=False):
+                        continue
+                except OSError:
+                    pass  # said below, where the entry is looked at again
+            kept.append(entry)
         if rel_dir and _is_file("pyvenv.cfg", named):
             return subdirs
         if _is_file(".gitignore", named):
             own = os.path.join(directory, ".gitignore")
             patterns = patterns + _read_ignore_file(Path(own), Path(directory))
         self.walked[directory] = patterns
-        for entry in entries:
+        index = _PatternIndex.of(patterns) if patterns else None
+        for entry in kept:
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -527,20 +575,18 @@ class _Walk:
                 reason = f"cannot stat: {exc.strerror or exc}"
                 self.add(rel, (self.spelled(rel), reason), None)
                 continue
-            # Most entries of a big tree are neither directories nor Python: no paths built.
-            # (`entry.path` is `os.path.join(directory, entry.name)`, as `rel` is below.)
-            if not is_dir and not entry.name.endswith(SUFFIXES):
-                continue
-            path = entry.path
-            rel = f"{rel_dir}{os.sep}{entry.name}" if rel_dir else entry.name
             if is_dir:
                 if entry.name in DEFAULT_EXCLUDED_DIRS:
                     continue
-                if _is_ignored(path, True, patterns) or self.excluded(path, True):
-                    continue
-                subdirs.append((path, rel, patterns))
+            elif not entry.name.endswith(SUFFIXES):
                 continue
-            if _is_ignored(path, False, patterns) or self.excluded(path, False):
+            # (`entry.path` is `os.path.join(directory, entry.name)`, as `rel` is below.)
+            path = entry.path
+            rel = f"{rel_dir}{os.sep}{entry.name}" if rel_dir else entry.name
+            if (index is not None and index.ignores(path, is_dir)) or self.excluded(path, is_dir):
+                continue
+            if is_dir:
+                subdirs.append((path, rel, patterns))
                 continue
             if is_link:
                 self._link(path, rel)
@@ -580,7 +626,7 @@ class _Walk:
         elif (odd := _not_regular(target)) is not None:
             self.add(rel, (self.spelled(rel), odd), None)
         else:
-            self.links.append((rel.split(os.sep), self.spelled(rel), target))
+            self.links.append((_order(rel), self.spelled(rel), target))
 
 
 def _missing(path: Path) -> str:
@@ -669,8 +715,8 @@ def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
     regular = {real for _, item, real in walk.found if real is not None}
     items = list(walk.found)
     items += [
-        (parts, link, target)
-        for parts, link, target in walk.links
+        (key, link, target)
+        for key, link, target in walk.links
         if target not in regular and not walk.target_excluded(target)
     ]
     items.sort(key=lambda entry: entry[0])
@@ -683,6 +729,13 @@ def _merge(walk: _Walk, seen: set[str]) -> Iterator[Path | tuple[Path, str]]:
                 continue  # said once, even when its directory is given too
             seen.add(key)
         yield item
+
+
+def _order(rel: str) -> str:
+    """A path's sort key: its parts in order, compared part by part (`a/b` before `a-b`,
+    as a list of parts sorts): the separator becomes NUL, which sorts before any character
+    a file name can hold, and strings compare faster than lists."""
+    return rel.replace(os.sep, "\0")
 
 
 def _problem_key(path: Path) -> str:

@@ -21,24 +21,15 @@ did not write, and a text `ast` cannot read is returned as it is.
 from __future__ import annotations
 
 import ast
-import configparser
-import itertools
-import os
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from est2tpu.lintconfig import configured_line_length
 
 __all__ = ["configured_line_length", "line_limit", "place_imports", "restyle", "wrap_long_lines"]
 
 PEP8_LIMIT = 79
-# Line lengths the linters use when their section is there without one.
-_DEFAULT_LENGTH = {"ruff": 88, "black": 88, "flake8": 79, "pycodestyle": 79}
 _MAX_WRAPS = 16  # rounds of wrapping (each reads the text again): one per level of nesting
 
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
@@ -302,90 +293,6 @@ def line_limit(source: str, path: str) -> int:
         return configured
     longest = max((len(line) for line in source.splitlines()), default=0)
     return max(longest, PEP8_LIMIT)
-
-
-def configured_line_length(path: str, seen: dict[str, int | None] | None = None) -> int | None:
-    """The line length of the linter configuration nearest above `path`, a file on disk:
-    ruff (`ruff.toml`, `.ruff.toml`, `[tool.ruff]`), black (`[tool.black]`), flake8 or
-    pycodestyle (`setup.cfg`, `tox.ini`, `.flake8`); a section without a length means
-    the linter's default (88, or 79). None when no configuration sets one, or `path` is
-    not a file (a text given on its own). `seen` holds the answers found already, by
-    folder (a run asks for every file of a tree, and reads each configuration once)."""
-    if path == "-" or not os.path.isfile(path):
-        return None
-    if seen is None:
-        seen = {}
-    # by the folder as spelled too: its answer is the answer of the folder it resolves to
-    spelled = os.path.dirname(path)
-    if spelled not in seen:
-        seen[spelled] = _length_above(Path(path).resolve().parent, seen)
-    return seen[spelled]
-
-
-def _length_above(directory: Path, seen: dict[str, int | None]) -> int | None:
-    """The length configured in `directory` or the nearest folder above it; each folder
-    walked keeps the answer in `seen`."""
-    walked: list[str] = []
-    found: int | None = None
-    for folder in itertools.chain((directory,), directory.parents):
-        key = str(folder)
-        if key in seen:
-            found = seen[key]
-            break
-        walked.append(key)
-        found = _length_in(folder)
-        if found is not None:
-            break
-    for key in walked:
-        seen[key] = found
-    return found
-
-
-def _length_in(folder: Path) -> int | None:
-    for name in ("ruff.toml", ".ruff.toml"):
-        table = _toml(folder / name)
-        if table is not None:
-            return _int(table.get("line-length"), _DEFAULT_LENGTH["ruff"])
-    pyproject = _toml(folder / "pyproject.toml")
-    tools = pyproject.get("tool", {}) if pyproject is not None else {}
-    if isinstance(tools, dict):
-        for tool, key in (("ruff", "line-length"), ("black", "line-length")):
-            table = tools.get(tool)
-            if isinstance(table, dict):
-                return _int(table.get(key), _DEFAULT_LENGTH[tool])
-    for name in ("setup.cfg", "tox.ini", ".flake8"):
-        file = folder / name
-        if not file.is_file():
-            continue
-        parser = configparser.RawConfigParser()
-        try:
-            parser.read(file, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError, OSError):
-            continue
-        for section in ("flake8", "pycodestyle"):
-            if parser.has_section(section):
-                value = parser.get(section, "max-line-length", fallback=None)
-                if value is None:
-                    value = parser.get(section, "max_line_length", fallback=None)
-                return _int(value, _DEFAULT_LENGTH[section])
-    return None
-
-
-def _toml(file: Path) -> dict[str, object] | None:
-    if not file.is_file():
-        return None
-    try:
-        return tomllib.loads(file.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
-        return None
-
-
-def _int(value: object, default: int) -> int:
-    try:
-        number = int(str(value)) if value is not None else default
-    except ValueError:
-        return default
-    return number if number > 0 else default
 
 
 def wrap_long_lines(source: str, new: str, limit: int) -> str:

@@ -9,21 +9,20 @@ import difflib
 import json
 import os
 import re
-import urllib.parse
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.text import Text
-
 from est2tpu import __version__
 from est2tpu.ftypes import Edit, FileResult, Finding, RuleInfo, Status
-from est2tpu.notebook import cell_of
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+# rich's text, urllib and the notebook reader are imported where they are used: a check
+# that prints finding lines needs none of them.
 
 __all__ = [
     "FORMATS",
@@ -111,7 +110,8 @@ class Summary:
             self.failed += 1
         else:
             self.unchanged += 1
-        self.findings.update(f.rule_id for f in result.findings)
+        if result.findings:
+            self.findings.update(f.rule_id for f in result.findings)
 
     @classmethod
     def of(cls, results: Iterable[FileResult]) -> Summary:
@@ -153,6 +153,7 @@ def rules_table(rules: Iterable[RuleInfo], width: int | None = None) -> Table:
     """Every rule: ID, name, safety, targets, summary; narrower than RULES_TABLE_WIDE
     columns, two columns: the ID, and the rest as one block per rule."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="est2tpu rules", title_justify="left")
     table.add_column("ID", no_wrap=True)
@@ -217,6 +218,10 @@ class Location:
 
 def finding_location(result: FileResult, finding: Finding) -> Location:
     """A finding's file (notebook findings carry `nb.ipynb:cell N` in their path)."""
+    if ":cell " not in finding.path:  # no cell to split off (`cell_of` would say so too)
+        return Location(str(result.path), None, finding.position.line, finding.position.column)
+    from est2tpu.notebook import cell_of
+
     path, cell = cell_of(finding.path)
     if path != str(result.path):
         path, cell = str(result.path), None
@@ -358,6 +363,8 @@ def _sarif_uri(path: str) -> str:
     """An RFC 3986 URI reference for a file: `file://` for an absolute path, else relative;
     every byte of the name that is not unreserved is percent-encoded (`my%20model.py`,
     `c%231.py`), a name that is not UTF-8 by its own bytes."""
+    import urllib.parse
+
     p = Path(path)
     if p.is_absolute():
         return p.as_uri()

@@ -12,15 +12,15 @@ import os
 import signal
 import sys
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from est2tpu import suppressions
-from est2tpu.cache import digest
+from est2tpu.cache import digest, stamp_of
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
-from est2tpu.scan import import_pairs, may_match, module_names
+from est2tpu.scan import dotted_names, import_pairs, may_match
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -41,7 +41,7 @@ class Candidate:
     module: cst.Module | None
     names: list[str]  # the dotted module names it can be imported as
     notebook: Notebook | None = None
-    digest: str = ""  # of the file's bytes, for the cache
+    digest: str = ""  # of the file's bytes, for the cache ("" in a run without one)
     imports: list[tuple[str, str]] | None = None  # import_pairs(); None: could not tell
     extra: list[str] = field(default_factory=list)  # per-file ignores
     imports_scanned: bool = False
@@ -90,6 +90,14 @@ class RunState:
     # Digests of notebooks whose cells are known to parse (from the results cache): their
     # cells are not parsed again while scanning (see `notebook.load`).
     parsed_notebooks: Collection[str] = ()
+    # Files that passed the pre-filter in a run before (from the results cache): path ->
+    # (stat stamp, digest of the bytes). See `_read`.
+    passed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # Hash each candidate's bytes (`Candidate.digest`): only a run with a cache uses them.
+    digests: bool = True
+    # folder -> its path below the root its files' module names count from, this run
+    folder_parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    dir_roots: list[Path] | None = None  # the roots that are directories, once asked
 
 
 def fail(result: FileResult, reason: str) -> FileResult:
@@ -308,19 +316,17 @@ def scan_received(path: Path, scan: FileResult | Candidate | None) -> FileResult
 
 
 def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
-    from est2tpu import notebook
     from est2tpu.textio import check_wide, decode
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MigrationError(f"cannot read: {exc.strerror or exc}") from None
+    data, known = _read(path, state.passed.get(str(path)))
     check_wide(data)
-    if not may_match(data, state.settings.target):
+    if known is None and not may_match(data, state.settings.target):
         result.status = Status.SKIPPED
         return []
     if path.suffix == ".ipynb":
-        known = digest(data)
+        from est2tpu import notebook  # here: most runs read no notebook
+
+        known = known or digest(data)
         nb = notebook.load(data, check_cells=known not in state.parsed_notebooks)
         result.old_text = result.new_text = nb.raw
         if not nb.python or suppressions.skips_file(nb.head):
@@ -330,14 +336,52 @@ def _scan(state: RunState, path: Path, result: FileResult) -> list[Candidate]:
     decoded = decode(data)
     result.old_text = result.new_text = decoded.text
     result.encoding, result.bom, result.newline = decoded.encoding, decoded.bom, decoded.newline
-    if suppressions.skips_file(decoded.text):
+    if known is None and suppressions.skips_file(decoded.text):
         result.status = Status.SKIPPED
         return []
-    cand = Candidate(result, None, module_names(path, root_for(path, state.roots)))
-    cand.digest = digest(data)
+    cand = Candidate(result, None, _module_names(path, state))
+    cand.digest = known or (digest(data) if state.digests else "")
     if state.scan_imports:
         cand.import_scan()
     return [cand]
+
+
+def _read(path: Path, passed: tuple[str, str] | None) -> tuple[bytes, str | None]:
+    """A file's bytes, and the digest of them when a run before found that they pass the
+    pre-filter (`passed`: its stamp then, and the digest): the open file's stamp, taken
+    after reading, is that stamp. A file written since has another ctime (or inode), and
+    one written while it was read has a stamp too recent to trust (`cache.RACY_SECONDS`);
+    either way its bytes are scanned and hashed again."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+            stamp = stamp_of(os.fstat(f.fileno())) if passed is not None else None
+    except OSError as exc:
+        raise MigrationError(f"cannot read: {exc.strerror or exc}") from None
+    if passed is None or stamp is None or stamp != passed[0]:
+        return data, None
+    return data, passed[1]
+
+
+def _module_names(path: Path, state: RunState) -> list[str]:
+    """`module_names(path, root_for(path, state.roots))`, its folder's part asked once per
+    folder: a file is below a root exactly when its folder is (a root is a directory, never
+    the file itself), and its path below the root is its folder's and its stem."""
+    folder = path.parent
+    key = str(folder)
+    parts = state.folder_parts.get(key)
+    if parts is None:
+        if state.dir_roots is None:
+            state.dir_roots = [root for root in state.roots if root.is_dir()]
+        parts = ()
+        for root in state.dir_roots:
+            try:
+                parts = folder.relative_to(root).parts
+            except ValueError:
+                continue
+            break
+        state.folder_parts[key] = parts
+    return dotted_names([*parts, path.stem])
 
 
 def root_for(path: Path, roots: Sequence[Path]) -> Path | None:

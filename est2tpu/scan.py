@@ -42,6 +42,11 @@ def module_names(path: PurePath, root: PurePath | None) -> list[str]:
             parts = list(path.with_suffix("").relative_to(root).parts)
         except ValueError:
             pass
+    return dotted_names(parts)
+
+
+def dotted_names(parts: list[str]) -> list[str]:
+    """`module_names` of a file whose path below its root, suffix dropped, is `parts`."""
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]

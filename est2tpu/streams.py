@@ -8,12 +8,14 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from est2tpu.ftypes import FileResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from est2tpu.console import LazyConsole
 
 __all__ = [
     "PROGRESS_MIN_FILES",
@@ -163,12 +165,14 @@ def write_stdout(data: bytes) -> None:
 _DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
-def print_diff(diff: str, encoding: str, out: Console) -> None:
+def print_diff(diff: str, encoding: str, out: Console | LazyConsole) -> None:
     """A unified diff on stdout: coloured on a terminal (``out``), else the bytes that
     patch/git apply take."""
     if not diff:
         return
     if out.is_terminal and out.color_system is not None and not out.no_color:
+        from rich.text import Text
+
         term = getattr(sys.stdout, "encoding", None) or "utf-8"
         for line in diff.splitlines():
             # A file name that is not valid in the terminal's encoding must not end the run.
