@@ -231,6 +231,7 @@ def _migrate_scanned(
         from_cache(facts)
     if len(done) < len(cands):
         from est2tpu import pipeline
+        from est2tpu.cstutil import thaw
 
         try:
             state.index = pipeline.build_index(state, progress, jobs)
@@ -271,6 +272,7 @@ def _migrate_scanned(
                 if cache is not None and new_facts is not None:
                     key = _file_key(cand, new_facts, lengths, reals)
                     cache.put(key, cand.result, bool(hit))
+        thaw()  # the run's trees are done with (`cstutil.gc_paused`)
     if cache is not None:
         cache.save()
 

@@ -34,6 +34,9 @@ def gc_paused(freeze: bool = False) -> Iterator[None]:
     (`gc.freeze`), which no collection walks: for what lives on and holds no cycles, a
     parsed tree or the modules just imported. Freed by their reference counts, frozen
     objects still go; only a cycle that is already garbage then stays.
+    A cycle of garbage frozen with them would stay for good, and a long run parses many
+    trees: `thaw` gives the frozen objects back to the oldest generation once the trees are
+    done with (the engine after a module it parsed itself, `api` at the end of a run).
     """
     if not gc.isenabled():
         yield
@@ -47,6 +50,12 @@ def gc_paused(freeze: bool = False) -> Iterator[None]:
         if freeze:
             gc.freeze()
         gc.enable()
+
+
+def thaw() -> None:
+    """What `gc_paused(freeze=True)` froze, back to the collector's oldest generation
+    (`gc.unfreeze`), where a full collection frees the cycles of garbage among it."""
+    gc.unfreeze()
 
 
 # -- a read-only walk ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ from est2tpu.checks import (  # noqa: F401 - re-exported: the engine's checks
     verify,
 )
 from est2tpu.cstpatch import AddImportsVisitor, CodemodContext, RemoveImportsVisitor, RuleContext
-from est2tpu.cstutil import IS_NODE, child_fields, gc_paused
+from est2tpu.cstutil import IS_NODE, child_fields, gc_paused, thaw
 from est2tpu.ftypes import Finding, MigrationError, Target
 from est2tpu.index import ProjectIndex, forget_codes, module_code
 from est2tpu.names import ImportTable
@@ -152,6 +152,7 @@ def migrate_module(
     placeholder after all, the whole text is migrated the slow way. MigrationError with a
     one-line reason when the text cannot be migrated.
     """
+    parsed_here = module is None
     try:
         # Trees hold no cycles (`cstutil.gc_paused`): collections started while the rules
         # build nodes would walk the whole tree again and free nothing of it.
@@ -168,6 +169,8 @@ def migrate_module(
             )
     finally:
         forget_codes()  # the codes of this module's nodes (`index.node_code`)
+        if parsed_here:
+            thaw()  # the tree parsed here is done with (`cstutil.gc_paused`)
 
 
 def _migrate_module(
