@@ -7,8 +7,8 @@ snapshotted (bytes, modes, link targets) before and after, so that any write tha
 a correct migration of a file inside the tree shows up.
 
 Tests run as root here, so `chmod 000` does not stop a read: the unreadable file is
-simulated by making `Path.read_bytes` raise `PermissionError` for that one path, which is
-exactly what the API sees for a real unreadable file.
+simulated by making `Path.read_bytes` and the scan's `open` raise `PermissionError` for that
+one path, which is exactly what the API sees for a real unreadable file.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from est2tpu import runner
 from est2tpu.cli import app
 
 GOOD = """\
@@ -176,6 +178,14 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         return real_read_bytes(self)
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
+
+    def open_file(file: str | os.PathLike[str], *args: Any, **kwargs: Any) -> Any:
+        if Path(file).name == "unreadable.py":
+            raise PermissionError(13, "Permission denied", str(file))
+        return open(file, *args, **kwargs)
+
+    # the scan reads a file with `open`, to take its stat from the open file
+    monkeypatch.setattr(runner, "open", open_file, raising=False)
     return tmp_path
 
 
