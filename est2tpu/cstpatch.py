@@ -54,9 +54,10 @@ def schedule_removal(
 
 
 def load() -> None:
-    """Import LibCST's codemods and patch its matcher visitors, once. The imports run with
-    the cyclic collector paused: a run that has parsed a big module holds hundreds of
-    thousands of nodes, which every collection the imports start would walk again."""
+    """Import LibCST's codemods (the modules the stand-ins below name) and patch its
+    matcher visitors, once. The imports run with the cyclic collector paused: a run that
+    has parsed a big module holds hundreds of thousands of nodes, which every collection
+    the imports start would walk again."""
     if _patched:
         return
     from est2tpu.cstutil import gc_paused
@@ -67,6 +68,7 @@ def load() -> None:
 
 def _load_patched() -> None:
     global _patched
+    import libcst.codemod.visitors  # noqa: F401 - what the stand-ins hand over to
     from libcst.matchers import _visitors as matcher_visitors
 
     for gather in (
@@ -113,11 +115,8 @@ class _Deferred:
 
     def _load(self) -> type:
         if self._cls is None:
-            load()
-            from est2tpu.cstutil import gc_paused
-
-            with gc_paused(freeze=True):
-                self._cls = getattr(importlib.import_module(self._module), self._name)
+            load()  # imports the module
+            self._cls = getattr(importlib.import_module(self._module), self._name)
         return self._cls
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

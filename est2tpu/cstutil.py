@@ -151,8 +151,11 @@ _TRIVIA_EXTRA = frozenset(
     }
 )
 # Names and literals: nodes whose children are only trivia (their parentheses). A visitor
-# with no hook for one of them, nor for any trivia, learns nothing there either.
-_LEAVES = frozenset({"Name", "Integer", "Float", "Imaginary", "SimpleString", "Ellipsis"})
+# with no hook for one of them, nor for any trivia, learns nothing there either (the rules'
+# walks pass them by too: `rulewalk.skipped`).
+LEAVES = frozenset(
+    {cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis}
+)
 _Hook = Callable[..., object] | None
 
 
@@ -179,9 +182,7 @@ class _Passable(dict[type, bool]):
         self.hooks = hooks
 
     def __missing__(self, cls: type) -> bool:
-        self[cls] = found = IS_TRIVIA[cls] or (
-            cls.__name__ in _LEAVES and self.hooks[cls] == (None, None)
-        )
+        self[cls] = found = IS_TRIVIA[cls] or (cls in LEAVES and self.hooks[cls] == (None, None))
         return found
 
 

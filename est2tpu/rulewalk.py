@@ -23,7 +23,7 @@ import libcst as cst
 from libcst._nodes import op as _op
 from libcst._nodes import whitespace as _whitespace
 
-from est2tpu.cstutil import IS_NODE, IS_STATEMENT, child_fields
+from est2tpu.cstutil import IS_NODE, IS_STATEMENT, LEAVES, child_fields
 
 # The LibCST helper that visits each child field (`visit_required`, `visit_optional`,
 # `visit_sentinel`, `visit_sequence`, `visit_body_sequence`, ...), by class and field: what
@@ -85,16 +85,13 @@ TRIVIA = frozenset(
     cst.Asynchronous,
 }
 TRIVIA_NAMES = frozenset(cls.__name__ for cls in TRIVIA)
-# Names and literals: nodes whose children are only trivia (their parentheses), a third of
-# the rest. A rule that hooks neither one nor any trivia is not walked through them.
-LEAVES = frozenset(
-    {cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis}
-)
 _SKIPS: dict[frozenset[str], frozenset[type]] = {}
 
 
 def skipped(names: frozenset[str]) -> frozenset[type]:
-    """The node types a walk calling a rule at `names` need not enter (see TRIVIA, LEAVES)."""
+    """The node types a walk calling a rule at `names` need not enter: the trivia, and the
+    names and literals (`cstutil.LEAVES`, a third of the rest) it does not hook, unless it
+    hooks some trivia."""
     found = _SKIPS.get(names)
     if found is None:
         found = _SKIPS[names] = (

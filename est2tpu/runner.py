@@ -364,7 +364,8 @@ def _read(path: Path, passed: tuple[str, str] | None) -> tuple[bytes, str | None
 
 
 def _module_names(path: Path, state: RunState) -> list[str]:
-    """`module_names(path, root_for(path, state.roots))`, its folder's part asked once per
+    """`scan.module_names(path, root)`, where `root` is the first of the run's roots that is
+    a directory holding the file (its folder when none is), its folder's part asked once per
     folder: a file is below a root exactly when its folder is (a root is a directory, never
     the file itself), and its path below the root is its folder's and its stem."""
     folder = path.parent
@@ -382,15 +383,3 @@ def _module_names(path: Path, state: RunState) -> list[str]:
             break
         state.folder_parts[key] = parts
     return dotted_names([*parts, path.stem])
-
-
-def root_for(path: Path, roots: Sequence[Path]) -> Path | None:
-    """The directory a file's dotted module name counts from: the root it was found under."""
-    for root in roots:
-        if root.is_dir():
-            try:
-                path.relative_to(root)
-            except ValueError:
-                continue
-            return root
-    return path.parent

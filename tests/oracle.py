@@ -13,7 +13,7 @@ from est2tpu.checks import parse
 from est2tpu.engine import is_selected, select_rules
 from est2tpu.ftypes import FileResult, MigrationError, Status, Target
 from est2tpu.index import ProjectIndex
-from est2tpu.runner import Candidate, RunState, Settings, fail, guarded, root_for
+from est2tpu.runner import Candidate, RunState, Settings, fail, guarded
 from est2tpu.scan import may_match, module_names
 
 
@@ -164,3 +164,15 @@ def _finish(
     )
     if cand.notebook is not None:
         pipeline._back_to_notebook(cand.result, cand.notebook, select, ignores)
+
+
+def root_for(path: Path, roots: Sequence[Path]) -> Path | None:
+    """The directory a file's dotted module name counts from: the root it was found under."""
+    for root in roots:
+        if root.is_dir():
+            try:
+                path.relative_to(root)
+            except ValueError:
+                continue
+            return root
+    return path.parent
