@@ -17,7 +17,8 @@ without `.pyc` files, as a fresh clone has none.
 training, tf2;
 `--write-docs` writes the tables it measured to docs/performance.md and the README, and
 the summary's rows of the sections it ran (the others stay as they are).
-Timings on a shared machine are noisy: read the ratios, not the seconds.
+Timings on a shared machine are noisy: read the ratios, not the seconds. The warm re-run
+and the five copies, whose goals are seconds, show the fastest of several runs and each run.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,6 +76,44 @@ def tree_subset(src: list[Path], fraction: float, dest: Path) -> Path:
 
 def check(paths: list[Path], *extra: str) -> tuple[float, float, int]:
     return timed([str(EST2TPU), "check", "--quiet", *extra, *map(str, paths)])
+
+
+# How many times the five copies are checked (the warm re-run: 2 * BEST_OF - 1 times): the
+# row shows the fastest run, as `timeit` does, with every run's time beside it. Their goals
+# are seconds, not ratios, and one run of a few seconds on a shared machine measures the
+# moment as much as the code (this machine's speed drifts by up to 1.6 x within minutes).
+# Rows compared with tf_upgrade_v2 stay one run each, like tf_upgrade_v2's.
+BEST_OF = 3
+# Every run's seconds of the rows `best_of` measured, by their MEASURED key.
+RUNS: dict[str, list[float]] = {}
+
+
+def best_of(
+    key: str, n: int, run: Callable[[], tuple[float, float, int]]
+) -> tuple[float, float, int]:
+    """`run()` n times: the fastest run's seconds and exit code, the largest max RSS of
+    all, kept in MEASURED[key] (every run's seconds in RUNS[key], its CPU in CPU)."""
+    times: list[tuple[float, float]] = []
+    rss = 0.0
+    code = 0
+    for _ in range(n):
+        seconds, peak, code_now = run()
+        times.append((seconds, CPU[0]))
+        rss = max(rss, peak)
+        code = code or code_now
+    fastest = min(times)
+    RUNS[key] = [t for t, _ in times]
+    CPU[0] = fastest[1]
+    MEASURED[key] = (fastest[0], rss, code)
+    return MEASURED[key]
+
+
+def runs_of(key: str, digits: int = 2) -> str:
+    """`fastest of n: a, b, c` for a row `best_of` measured."""
+    runs = RUNS.get(key, [])
+    if len(runs) < 2:
+        return ""
+    return f"fastest of {len(runs)}: " + ", ".join(f"{t:.{digits}f}" for t in runs)
 
 
 def tf_upgrade(tree: Path, out: Path) -> tuple[float, float, int]:
@@ -172,8 +212,10 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
     MEASURED["cold_tf2"] = check(full, "--no-cache", "--target", "tf2")
     lines.append(row("est2tpu check --target tf2 cold, full", MEASURED["cold_tf2"], up_full[0]))
     check(full, "--cache-dir", str(cache))
-    MEASURED["warm"] = check(full, "--cache-dir", str(cache))
-    lines.append(row("est2tpu check warm (cache), full", MEASURED["warm"], up_full[0]))
+    best_of("warm", 2 * BEST_OF - 1, lambda: check(full, "--cache-dir", str(cache)))
+    lines.append(
+        row(f"est2tpu check warm (cache), full ({runs_of('warm')})", MEASURED["warm"], up_full[0])
+    )
     lines.append(row("LibCST parse-only (pre-filtered files), full", parse_only(full), up_full[0]))
     copies = work / "five"
     for n in range(5):
@@ -188,8 +230,7 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
     # while est2tpu runs, the kernel's writeback took CPU and disk from the measured run.
     os.sync()
     files = sum(1 for _ in copies.rglob("*.py"))
-    five = check([copies], "--no-cache")
-    MEASURED["five"] = five
+    five = best_of("five", BEST_OF, lambda: check([copies], "--no-cache"))
     MEASURED["five_files"] = (float(files), 0.0, 0)
     # CPU (user + system of the run's processes) over the cores: what the wall time would
     # be on idle cores, when other jobs share them
@@ -197,7 +238,7 @@ def bench_trees(work: Path, quick: bool) -> list[str]:
     name = (
         f"est2tpu check cold, five copies of the trees without .pyc ({files:,} files, "
         f"{1000 * five[0] / files:.2f} s per 1,000 files, {CPU[0]:.1f} s CPU; "
-        "× five tf_upgrade_v2 runs)"
+        f"{runs_of('five', 1)}; × five tf_upgrade_v2 runs)"
     )
     lines.append(row(name, five, 5 * up_full[0]))
     return lines
@@ -657,7 +698,7 @@ def summary(m: dict[str, tuple[float, float, int]]) -> dict[str, list[str]]:
             None,
             "≤ 0.3 s",
             m["warm"][0] <= 0.3,
-            f"{m['warm'][0]:.2f}",
+            f"{m['warm'][0]:.2f} ({runs_of('warm')})",
         )
     if "five" in m:
         lines = rows.setdefault("trees", [])
@@ -671,7 +712,8 @@ def summary(m: dict[str, tuple[float, float, int]]) -> dict[str, list[str]]:
             "≤ 0.5 s per 1,000 files",
             per <= 0.5,
             f"{m['five'][0]:.1f} = {per:.2f} s per 1,000 files ({cpu:.1f} s CPU: "
-            f"{1000 * cpu / cores / files:.2f} s per 1,000 files over {cores:.0f} cores)",
+            f"{1000 * cpu / cores / files:.2f} s per 1,000 files over {cores:.0f} cores; "
+            f"{runs_of('five', 1)})",
         )
     if "big" in m:
         lines = rows.setdefault("big", [])

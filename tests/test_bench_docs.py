@@ -7,6 +7,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 _spec = importlib.util.spec_from_file_location("bench_script", REPO / "bench" / "bench.py")
@@ -161,3 +163,30 @@ def test_stamp_sections_follow_the_command_line() -> None:
     only = "Measured with `python bench/bench.py --only trees --only big --write-docs`, x."
     assert bench.stamp_sections(only) == {"trees", "big"}
     assert bench.stamp_sections("Measured by hand.") == set()
+
+
+def test_best_of_keeps_the_fastest_run_its_cpu_and_every_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runs = iter([(0.5, 40.0, 0, 0.9), (0.25, 60.0, 0, 0.4), (0.3, 35.0, 1, 0.5)])
+
+    def run() -> tuple[float, float, int]:
+        seconds, rss, code, cpu = next(runs)
+        bench.CPU[0] = cpu
+        return seconds, rss, code
+
+    monkeypatch.setattr(bench, "MEASURED", {})
+    monkeypatch.setattr(bench, "RUNS", {})
+    assert bench.best_of("warm", 3, run) == (0.25, 60.0, 1)
+    assert bench.CPU[0] == 0.4  # the fastest run's CPU, not the last run's
+    assert bench.MEASURED["warm"] == (0.25, 60.0, 1)
+    assert bench.runs_of("warm") == "fastest of 3: 0.50, 0.25, 0.30"
+    row = bench.summary(
+        {
+            "up_full": (80.0, 1.0, 0),
+            "cold": (2.0, 1.0, 0),
+            "cold_tf2": (2.0, 1.0, 0),
+            "warm": bench.MEASURED["warm"],
+        }
+    )
+    assert "0.25 (fastest of 3: 0.50, 0.25, 0.30)" in row["trees"][2]
