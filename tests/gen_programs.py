@@ -817,6 +817,16 @@ class Composition:
         if self.layout == "notebook":
             (root / "run_notebook.py").write_text(NOTEBOOK_RUNNER, encoding="utf-8")
 
+    def write_tf1_spelled(self, root: Path) -> None:
+        """`write`, each module spelled as TF 1.x code spells it: plain `tf.layers`,
+        `tf.losses`, `tf.train`, `tf.metrics`, ... for the `tf.compat.v1` names (TF 1.15's
+        `tf.X` is TF 2.15's `tf.compat.v1.X`): the same program for TF 1.x, which runs the
+        compositions' original on TF 2.15 as TF 1.x ran this one."""
+        self.write(root)
+        for path in root.rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            path.write_text(text.replace("tf.compat.v1.", "tf."), encoding="utf-8")
+
 
 TRAIN_ROWS = 256
 

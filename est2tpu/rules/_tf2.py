@@ -4,6 +4,7 @@ registry skips `_`-prefixed modules)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -13,6 +14,7 @@ from est2tpu.cstutil import iter_calls
 from est2tpu.index import ProjectIndex
 from est2tpu.names import attr_chain, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
+from est2tpu.scan import code_only, may_spell
 
 FACADE_MODULE = "est2tpu.runtime.tf2"
 FACADE_ALIAS = "tf2_runtime"
@@ -239,6 +241,56 @@ MAPPINGS: tuple[Mapping, ...] = (
     Mapping("GraphKeys.UPDATE_OPS", "GraphKeys.UPDATE_OPS", plain_is_tf1=True),
 )
 TABLE: dict[str, Mapping] = {m.old: m for m in MAPPINGS}
+
+# TF1's names of `UNSUPPORTED` that TF 2.x's own `tf` lacks (`tf.get_variable`,
+# `tf.placeholder`, `tf.summary.merge_all`): spelled plain, as a model_fn written for TF 1
+# spells them, they fail on TF 2.x before the facade runs anything.
+PLAIN_TF1_ONLY = frozenset(
+    {
+        "get_variable",
+        "placeholder",
+        "Session",
+        "InteractiveSession",
+        "get_collection",
+        "add_to_collection",
+        "get_default_graph",
+        "global_variables",
+        "local_variables",
+        "GraphKeys",
+        "py_func",
+        "summary.merge",
+        "summary.merge_all",
+        "summary.FileWriter",
+        "summary.tensor_summary",
+    }
+)
+# TF 1.x's modules TF 2.x's plain `tf` lacks (tf_upgrade_v2 moves each under tf.compat.v1,
+# `tf.io.gfile` or absl).
+PLAIN_TF1_MODULES = frozenset({"layers", "logging", "app", "flags", "gfile", "contrib"})
+# Whole names TF 2.x's plain `tf` lacks besides those modules: a file that spells one
+# through a plain `import tensorflow` was written for TF 1.x.
+PLAIN_TF1_NAMES = PLAIN_TF1_ONLY | {
+    m.old for m in MAPPINGS if m.plain_is_tf1 and m.old.partition(".")[0] not in PLAIN_TF1_MODULES
+}
+
+
+def written_for_tf1(state: FileState) -> bool:
+    """Was this file written for TF 1.x? True when its code spells, through a plain
+    `import tensorflow` binding, a name TF 2.x's `tf` lacks (`tf.layers`, `tf.logging`,
+    `tf.app.flags`, `tf.train.AdamOptimizer`, `tf.get_variable`, ...): it fails on TF 2.x
+    with an AttributeError, so where it ran, plain `tf.losses` and `tf.metrics` were TF1's,
+    the names Keras has too (KERAS_TOO) included. Read from the text before any rule ran,
+    so every pass of a run gets the same answer."""
+    plain = [name for name, target in state.imports.bindings.items() if target == "tensorflow"]
+    if not plain:
+        return False
+    text = state.original
+    spellings = [f"{tf}.{name}" for tf in plain for name in PLAIN_TF1_MODULES | PLAIN_TF1_NAMES]
+    if not may_spell(text, spellings):
+        return False
+    # whole names only: `tf.metrics.mean` is TF1-only, `tf.metrics.mean_squared_error` not
+    whole = re.compile(rf"(?<![\w.])(?:{'|'.join(map(re.escape, spellings))})(?!\w)")
+    return whole.search(code_only(text)) is not None
 
 
 # TF1's loss-collection functions' parameters, in order (TF 1.15's losses/util.py).

@@ -16,6 +16,7 @@ from est2tpu.rules._tf2 import (
     facade,
     has_model_fn_code,
     model_fn_scopes,
+    written_for_tf1,
 )
 
 COLLECTION = "get_collection"
@@ -60,6 +61,8 @@ class Tf1ModelFnApis(PairUses):
         # ids of the `func` of loss-collection calls whose arguments the facade cannot keep
         # (TF2003 reports them; their names stay TF1's)
         self.kept: set[int] = set()
+        # A file written for TF 1.x: its plain KERAS_TOO names are TF1's whatever the use.
+        self.tf1_file = written_for_tf1(self.state) if self.model_fns else False
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
@@ -192,7 +195,8 @@ class Tf1ModelFnApis(PairUses):
 
     def tf1_name(self, node: cst.BaseExpression) -> str | None:
         """`layers.dense` for `tf.compat.v1.layers.dense` (and for `tf.layers.dense`; for
-        `tf.metrics.mean_squared_error` where its value is used as TF1's metric pair)."""
+        `tf.metrics.mean_squared_error` where its value is used as TF1's metric pair or the
+        file was written for TF 1.x, `written_for_tf1`)."""
         qualified = self.state.imports.qualify(node)
         if qualified is None:
             return None
@@ -205,7 +209,7 @@ class Tf1ModelFnApis(PairUses):
                 if mapping is not None and (
                     not plain
                     or mapping.plain_is_tf1
-                    or (name in KERAS_TOO and id(node) in self.paired)
+                    or (name in KERAS_TOO and (self.tf1_file or id(node) in self.paired))
                 ):
                     return name
                 return None

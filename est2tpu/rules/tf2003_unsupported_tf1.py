@@ -6,6 +6,7 @@ import libcst as cst
 
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import (
+    PLAIN_TF1_ONLY,
     TABLE,
     collection_refusal,
     has_model_fn_code,
@@ -101,28 +102,6 @@ DERIVED_METRIC_VALUE = (
 )
 
 
-# TF1's names of `UNSUPPORTED` that TF 2.x's own `tf` lacks (`tf.get_variable`,
-# `tf.placeholder`, `tf.summary.merge_all`): spelled plain, as a model_fn written for TF 1
-# spells them, they fail on TF 2.x before the facade runs anything.
-PLAIN_TF1_ONLY = frozenset(
-    {
-        "get_variable",
-        "placeholder",
-        "Session",
-        "InteractiveSession",
-        "get_collection",
-        "add_to_collection",
-        "get_default_graph",
-        "global_variables",
-        "local_variables",
-        "GraphKeys",
-        "py_func",
-        "summary.merge",
-        "summary.merge_all",
-        "summary.FileWriter",
-        "summary.tensor_summary",
-    }
-)
 # TF 1.x's `tf.contrib` in a model_fn: TF 2.x has none of it. Its Estimator modules are
 # TF2001's to map and TF2004's to report.
 CONTRIB = "contrib."
