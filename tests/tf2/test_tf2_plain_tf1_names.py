@@ -15,6 +15,7 @@ from types import ModuleType
 import pytest
 
 from est2tpu.rules._tf2 import PLAIN_TF1_MODULES, PLAIN_TF1_NAMES, PLAIN_TF1_ONLY
+from est2tpu.rules.tf2006_tf1_modules_compat_v1 import MODULES
 
 _PROBE = textwrap.dedent(
     """
@@ -51,6 +52,7 @@ def test_plain_tf1_names_are_missing_from_current_tensorflow(
 def test_names_marking_a_file_written_for_tf1_are_missing_from_tf2(
     release: str, tfcur: str, harness: ModuleType
 ) -> None:
+    assert set(MODULES) <= PLAIN_TF1_MODULES  # TF2006's modules: probed here
     python = tfcur if release == "current" else harness.tf_python()
     names = sorted(PLAIN_TF1_MODULES | PLAIN_TF1_NAMES)
     out = harness.run_tf_json(_PROBE, json.dumps(names), python=python)
