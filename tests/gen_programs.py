@@ -22,6 +22,13 @@ IMPORTS = {
 }  # fmt: skip
 
 METRICS = ("none", "inline", "variable", "key_by_key")
+# TF2's behaviour switched off at the top of the training module, as TF 1-era programs run on
+# TF 2.x do: name -> the call, by import spelling ("compat_v1" binds tf to tf.compat.v1)
+SWITCHES = {
+    "none": ("", ""),
+    "eager_off": ("tf.compat.v1.disable_eager_execution()\n", "tf.disable_eager_execution()\n"),
+    "v2_off": ("tf.compat.v1.disable_v2_behavior()\n", "tf.disable_v2_behavior()\n"),
+}
 BATCHES = ("literal", "constant", "lambda_arg", "factory_arg")
 SPLITS = ("one_module", "model_module", "package")
 
@@ -33,24 +40,28 @@ class Program:
     batch: str
     split: str
     batch_size: int
+    switch: str = "none"
 
     def files(self) -> dict[str, str]:
         """Relative path -> source."""
         head, est, spec, metrics_mod = IMPORTS[self.imports]
+        switch = SWITCHES[self.switch][self.imports == "compat_v1"]
         model = head + "\n\n" + _model_fn(spec, metrics_mod, self.metrics)
         task = _task(est, self.batch, self.batch_size)
         if self.split == "one_module":
-            return {"train.py": model + "\n\n" + task}
+            return {"train.py": head + switch + model[len(head) :] + "\n\n" + task}
         if self.split == "model_module":
             return {
                 "model.py": model,
-                "task.py": head + "\nfrom model import model_fn\n\n\n" + task,
+                "task.py": head + "\nfrom model import model_fn\n" + switch + "\n\n" + task,
             }
         return {
             "trainer/__init__.py": "",
             "trainer/model.py": model,
             "trainer/task.py": head
-            + "\nfrom trainer import model\n\n\n"
+            + "\nfrom trainer import model\n"
+            + switch
+            + "\n\n"
             + task.replace("model_fn=model_fn", "model_fn=model.model_fn"),
         }
 
@@ -120,6 +131,7 @@ programs = st.builds(
     batch=st.sampled_from(BATCHES),
     split=st.sampled_from(SPLITS),
     batch_size=st.sampled_from([8, 32, 128]),
+    switch=st.sampled_from(sorted(SWITCHES)),
 )
 
 

@@ -62,6 +62,31 @@ class InputFns(BatchSources):
     # the input functions analysed now feed an Estimator the index knows and leaves as it is
     kept = False
 
+    def untraced_factory(self, call: cst.Call) -> str:
+        """Why the function a call returns as the input_fn is not followed: a method of an
+        object the project built from one of its classes (`dataset =
+        DataSet(data_dir)` ... `dataset.train_input_fn(batch_size)`), whose `self` the index
+        does not bind, or a call of something the project does not define."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            value = self.lookup(self.values, func.value.value)
+            if isinstance(value, cst.Call):
+                method = self.ix.resolve_fn(
+                    self.src, self.here, cst.Attribute(value.func, func.attr)
+                )
+                local = f"{self.code(value.func)}.{func.attr.value}"
+                if method is None and local in self.src.defs:
+                    method = (self.src.path, local)  # a class of this module
+                if method is not None:
+                    return (
+                        f"input_fn comes from `{self.code(func)}(...)`, a method of the "
+                        f"project's class `{method[1].rpartition('.')[0]}` ({method[0]}) "
+                        "called on an object, which est2tpu does not follow; have the "
+                        "function it returns take `params` and batch with "
+                        "params['batch_size']"
+                    )
+        return "input_fn comes from a call that is not in this project"
+
     def analyse_input_fn(
         self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool, depth: int = 0
     ) -> BatchSize | None:
@@ -170,7 +195,7 @@ class InputFns(BatchSources):
                 via_partial = True
                 bindings = bind_call(self.ix.fn(target_key), expr.with_changes(args=expr.args[1:]))
             elif factory is None:
-                site.problems.append("input_fn comes from a call that is not in this project")
+                site.problems.append(self.untraced_factory(expr))
                 return None
             else:
                 inner = returned_def(self.ix, factory)
