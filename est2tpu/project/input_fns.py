@@ -87,7 +87,9 @@ class InputFns(BatchSources):
     def untraced_factory(self, call: cst.Call) -> str:
         """Why the input_fn a call returns is not followed."""
         func = call.func
-        head = (dotted(func.value) or "").partition(".")[0] if isinstance(func, cst.Attribute) else ""
+        head = (
+            (dotted(func.value) or "").partition(".")[0] if isinstance(func, cst.Attribute) else ""
+        )
         if head and head not in self.src.imports.bindings and head not in self.src.relative:
             return (
                 f"input_fn comes from `{self.code(func)}(...)`, a method of an object est2tpu "
