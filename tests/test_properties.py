@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from gen_programs import SWITCHES, Program, programs
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from est2tpu import api
@@ -100,10 +100,8 @@ def test_generated_projects_migrate_compile_and_converge(program: Program) -> No
 @given(program=programs)
 def test_generated_projects_migrate_to_the_tf2_facade_with_eager_on(program: Program) -> None:
     """tf2: every output compiles and converges, and no switch turns eager execution off
-    (the facade needs it); `disable_v2_behavior()` keeps TF1's shapes (TF2006). Not the
-    spec_name spelling split across modules: its task module imports EstimatorSpec unused,
-    which TF2004 reports (current TensorFlow cannot import it) and leaves as it is."""
-    assume(program.imports != "spec_name" or program.split == "one_module")
+    (the facade needs it); `disable_v2_behavior()` keeps TF1's shapes (TF2006). The
+    spec_name spelling's task module imports EstimatorSpec unused: the import goes (TF2001)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_tree(root, program.files())
