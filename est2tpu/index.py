@@ -266,7 +266,7 @@ class ProjectIndex:
     model_fn_wrappers: dict[tuple[str, str, str], FnKey] = field(default_factory=dict)
     # (tf2 target) the project's modules that run TF1 graph code in a session of their own
     # (`tf.compat.v1.Session(...)`, `MonitoredTrainingSession(...)`), which needs eager
-    # execution off: TF2006 keeps a `disable_eager_execution()` for them
+    # execution off: TF2007 keeps a `disable_eager_execution()` for them
     session_modules: list[str] = field(default_factory=list)
 
 

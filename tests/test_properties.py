@@ -100,7 +100,7 @@ def test_generated_projects_migrate_compile_and_converge(program: Program) -> No
 @given(program=programs)
 def test_generated_projects_migrate_to_the_tf2_facade_with_eager_on(program: Program) -> None:
     """tf2: every output compiles and converges, and no switch turns eager execution off
-    (the facade needs it); `disable_v2_behavior()` keeps TF1's shapes (TF2006). The
+    (the facade needs it); `disable_v2_behavior()` keeps TF1's shapes (TF2007). The
     spec_name spelling's task module imports EstimatorSpec unused: the import goes (TF2001)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -1,4 +1,4 @@
-"""TF2006: a program that switches TensorFlow 2's behaviour off trains under the facade.
+"""TF2007: a program that switches TensorFlow 2's behaviour off trains under the facade.
 
 TF 1-era Estimator programs run on TF 2.x start with `tf.compat.v1.disable_eager_execution()`
 or `tf.compat.v1.disable_v2_behavior()`; TF 2.15's Estimator honours both. The facade runs the

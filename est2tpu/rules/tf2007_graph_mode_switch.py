@@ -1,4 +1,4 @@
-"""TF2006: a program that turns TensorFlow 2's behaviour off gets eager execution back.
+"""TF2007: a program that turns TensorFlow 2's behaviour off gets eager execution back.
 
 The facade runs the model_fn in `tf.function` under a distribution strategy, and both need
 eager execution: with `tf.compat.v1.disable_eager_execution()` or `disable_v2_behavior()`
