@@ -188,6 +188,17 @@ def learn_run_config_maps(call: cst.Call) -> bool:
     )
 
 
+# TF1's sessions: code that runs one runs TF1 graph code itself, outside any Estimator.
+TF1_SESSIONS = (
+    "Session",
+    "InteractiveSession",
+    "train.MonitoredTrainingSession",
+    "train.MonitoredSession",
+    "train.SingularMonitoredSession",
+)
+# The switches that turn TensorFlow 2's behaviour off for the whole process.
+EAGER_OFF = "disable_eager_execution"
+V2_OFF = "disable_v2_behavior"
 RUN_METHODS = {"train": "train", "evaluate": "eval", "predict": "predict"}
 BATCH_METHODS = frozenset({"batch", "padded_batch"})
 

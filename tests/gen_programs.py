@@ -22,6 +22,13 @@ IMPORTS = {
 }  # fmt: skip
 
 METRICS = ("none", "inline", "variable", "key_by_key")
+# TF2's behaviour switched off at the top of the training module, as TF 1-era programs run on
+# TF 2.x do: name -> the call, by import spelling ("compat_v1" binds tf to tf.compat.v1)
+SWITCHES = {
+    "none": ("", ""),
+    "eager_off": ("tf.compat.v1.disable_eager_execution()\n", "tf.disable_eager_execution()\n"),
+    "v2_off": ("tf.compat.v1.disable_v2_behavior()\n", "tf.disable_v2_behavior()\n"),
+}
 BATCHES = ("literal", "constant", "lambda_arg", "factory_arg")
 SPLITS = ("one_module", "model_module", "package")
 
@@ -33,24 +40,28 @@ class Program:
     batch: str
     split: str
     batch_size: int
+    switch: str = "none"
 
     def files(self) -> dict[str, str]:
         """Relative path -> source."""
         head, est, spec, metrics_mod = IMPORTS[self.imports]
+        switch = SWITCHES[self.switch][self.imports == "compat_v1"]
         model = head + "\n\n" + _model_fn(spec, metrics_mod, self.metrics)
         task = _task(est, self.batch, self.batch_size)
         if self.split == "one_module":
-            return {"train.py": model + "\n\n" + task}
+            return {"train.py": head + switch + model[len(head) :] + "\n\n" + task}
         if self.split == "model_module":
             return {
                 "model.py": model,
-                "task.py": head + "\nfrom model import model_fn\n\n\n" + task,
+                "task.py": head + "\nfrom model import model_fn\n" + switch + "\n\n" + task,
             }
         return {
             "trainer/__init__.py": "",
             "trainer/model.py": model,
             "trainer/task.py": head
-            + "\nfrom trainer import model\n\n\n"
+            + "\nfrom trainer import model\n"
+            + switch
+            + "\n\n"
             + task.replace("model_fn=model_fn", "model_fn=model.model_fn"),
         }
 
@@ -120,6 +131,7 @@ programs = st.builds(
     batch=st.sampled_from(BATCHES),
     split=st.sampled_from(SPLITS),
     batch_size=st.sampled_from([8, 32, 128]),
+    switch=st.sampled_from(sorted(SWITCHES)),
 )
 
 
@@ -181,6 +193,9 @@ INPUT_SHAPES = (
     # "factory_other"'s factory, its nested input function binding the method's iterator and
     # returning its get_next()
     "iterator_factory",
+    # "factory_other"'s factory as a method of a class of the inputs module, called on an
+    # object main() builds (`maker = inputs.Inputs()` ... `maker.get_input_fn(...)`)
+    "factory_method",
 )
 # An iterator shape -> the shape whose input functions, and main()'s use of them, it shares
 ITERATOR_OF = {"iterator": "direct", "iterator_lambda": "lambda",
@@ -467,6 +482,20 @@ class Composition:
                 "        return iterator.get_next()\n\n"
                 "    return _input_fn\n"
             )
+        elif self.inputs == "factory_method":
+            text += (
+                "\n\n"
+                "class Inputs:\n"
+                "    def __init__(self, rows=None):\n"
+                "        self.rows = rows\n\n"
+                f"    def get_input_fn(self, x, y, {h}, train):\n"
+                "        def _input_fn():\n"
+                '            data = tf.data.Dataset.from_tensor_slices(({"x": x[: self.rows]}, y[: self.rows]))\n'
+                "            if train:\n"
+                f"                data = data.shuffle({TRAIN_ROWS}, seed=7).repeat()\n"
+                f"            return data.batch({read})\n\n"
+                "        return _input_fn\n"
+            )
         elif self.inputs in ("factory_other", "spec_helper"):
             text += (
                 "\n\n"
@@ -569,6 +598,13 @@ class Composition:
                 f"estimator.train(input_fn=train_fn, steps={TRAIN_STEPS})",
                 "metrics = estimator.evaluate(input_fn=eval_fn, steps=2)",
             ],
+            "factory_method": [
+                f"maker = {i}.Inputs()",
+                f"train_fn = maker.get_input_fn(TRAIN_X, TRAIN_Y, {b}, True)",
+                f"eval_fn = maker.get_input_fn(EVAL_X, EVAL_Y, {b}, False)",
+                f"estimator.train(input_fn=train_fn, steps={TRAIN_STEPS})",
+                "metrics = estimator.evaluate(input_fn=eval_fn, steps=2)",
+            ],
             "spec_helper": [
                 f"train_fn = {i}.get_input_fn(TRAIN_X, TRAIN_Y, {b}, True)",
                 f"eval_fn = {i}.get_input_fn(EVAL_X, EVAL_Y, {b}, False)",
@@ -615,7 +651,8 @@ class Composition:
             "direct_and_lambda",
         )
         defs = "" if nested else self._input_defs("")
-        if self.shape in ("factory_other", "spec_helper", "numpy") or self.holder != "local":
+        factories = ("factory_other", "factory_method", "spec_helper", "numpy")
+        if self.shape in factories or self.holder != "local":
             defs = ""
         before, model_arg = self._model_arg(model_prefix)
         params = ["        params=vars(args),"] if self.batch == "args_params" else []
@@ -759,7 +796,7 @@ class Composition:
         """Relative path -> source (a notebook as its .ipynb JSON)."""
         pkg = "trainer/" if self.layout == "package" else ""
         files: dict[str, str] = {}
-        uses_inputs = self.shape in ("factory_other", "spec_helper", "numpy")
+        uses_inputs = self.shape in ("factory_other", "factory_method", "spec_helper", "numpy")
         heads = ["import argparse", "import functools", "import json", "", "import numpy as np",
                  "import tensorflow as tf"]  # fmt: skip
         if self.model == "partial_of_pick":

@@ -14,13 +14,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from gen_programs import Program, programs
+from gen_programs import SWITCHES, Program, programs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from est2tpu import api
 from est2tpu.engine import may_match
-from est2tpu.ftypes import Status
+from est2tpu.ftypes import Status, Target
 from est2tpu.textio import encode
 
 # Hypothesis generates hundreds of programs: not in `make check`.
@@ -79,6 +79,9 @@ def test_generated_projects_migrate_compile_and_converge(program: Program) -> No
         builder = next(rel for rel in texts if rel.endswith(("train.py", "task.py")))
         # `import tensorflow.compat.v1 as tf` spells it tf.estimator.tpu.TPUEstimator.
         assert "estimator.tpu.TPUEstimator(" in texts[builder]
+        # TF 2.15's TPUEstimator runs under a switched-off TF2 behaviour: the switch stays.
+        switch = SWITCHES[program.switch][program.imports == "compat_v1"]
+        assert switch in texts[builder]
         model = next(rel for rel in texts if rel.endswith(("train.py", "model.py")))
         assert "TPUEstimatorSpec(" in texts[model]
         if program.metrics != "none":
@@ -91,6 +94,30 @@ def test_generated_projects_migrate_compile_and_converge(program: Program) -> No
                 result.status,
                 result.error,
             )
+
+
+@settings(SLOW, max_examples=8)
+@given(program=programs)
+def test_generated_projects_migrate_to_the_tf2_facade_with_eager_on(program: Program) -> None:
+    """tf2: every output compiles and converges, and no switch turns eager execution off
+    (the facade needs it); `disable_v2_behavior()` keeps TF1's shapes (TF2007). The
+    spec_name spelling's task module imports EstimatorSpec unused: the import goes (TF2001)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_tree(root, program.files())
+        for result in api.migrate_paths([root], target=Target.TF2):
+            assert result.status is not Status.FAILED, (result.path, result.error)
+            assert not result.findings, [f.render() for f in result.findings]
+            if result.status is Status.CHANGED:
+                assert result.new_text is not None
+                compile(result.new_text, str(result.path), "exec", dont_inherit=True)
+                result.path.write_bytes(encode(result.new_text, result.encoding, result.bom))
+        text = "".join(p.read_text() for p in root.rglob("*.py"))
+        assert "disable_eager_execution" not in text and "disable_v2_behavior" not in text
+        assert ("disable_v2_tensorshape()" in text) == (program.switch == "v2_off")
+        assert "tf2_runtime.Estimator(" in text
+        for result in api.migrate_paths([root], target=Target.TF2):
+            assert result.status in (Status.UNCHANGED, Status.SKIPPED), (result.path, result.status)
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from est2tpu.project.calls import (
 from est2tpu.project.facts import ProjectFacts, too_deep
 from est2tpu.project.scope import rebased, set_from_parameter
 from est2tpu.project.uses import UseCollector
+from est2tpu.tfapi import TF1_SESSIONS
 
 
 class Indexer(ProjectFacts):
@@ -257,6 +258,12 @@ class Indexer(ProjectFacts):
         for key, consumers in self.consumers.items():
             if key in self.index.input_fns:
                 self.index.input_fns[key].other_consumers = list(dict.fromkeys(consumers))
+        if self.facade:
+            self.index.session_modules = [
+                src.path
+                for src in self.modules.values()
+                if src.imports.calls(src.text, *TF1_SESSIONS)
+            ]
         if self.follow_helpers:
             self.index.model_fn_helpers = (
                 self.helpers_of(

@@ -62,6 +62,43 @@ class InputFns(BatchSources):
     # the input functions analysed now feed an Estimator the index knows and leaves as it is
     kept = False
 
+    def object_method(self, func: cst.BaseExpression) -> FnKey | None:
+        """The def `obj.method` names when `obj` holds an object the program built from one
+        of the project's classes (`dataset = DataSet(data_dir)` ... `dataset.train_input_fn`):
+        the class's method, in this module or the one the class is imported from. `obj` is
+        bound once in its scope (an object built in the branches of an `if`, of one class or
+        a subclass overriding the method, may be either)."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        if isinstance(func.value, cst.Call):
+            value: cst.BaseExpression | None = func.value  # `DataSet(d).train_input_fn(32)`
+        elif isinstance(func.value, cst.Name):
+            value = self.only_binding(self.values, func.value.value)
+        else:
+            return None
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name | cst.Attribute):
+            return None
+        method = self.ix.resolve_fn(self.src, self.here, cst.Attribute(value.func, func.attr))
+        local = f"{self.code(value.func)}.{func.attr.value}"
+        if method is None and local in self.src.defs:
+            method = (self.src.path, local)  # a class of this module
+        return method if method is not None and "." in method[1] else None
+
+    def untraced_factory(self, call: cst.Call) -> str:
+        """Why the input_fn a call returns is not followed."""
+        func = call.func
+        head = (
+            (dotted(func.value) or "").partition(".")[0] if isinstance(func, cst.Attribute) else ""
+        )
+        if head and head not in self.src.imports.bindings and head not in self.src.relative:
+            return (
+                f"input_fn comes from `{self.code(func)}(...)`, a method of an object est2tpu "
+                "cannot trace to one of the project's classes (one `obj = Class(...)` in the "
+                "scope that uses it); have the function it returns take `params` and batch "
+                "with params['batch_size']"
+            )
+        return "input_fn comes from a call that is not in this project"
+
     def analyse_input_fn(
         self, expr: cst.BaseExpression, mode: Mode, site: UseSite, commit: bool, depth: int = 0
     ) -> BatchSize | None:
@@ -156,7 +193,9 @@ class InputFns(BatchSources):
             fn = self.ix.fn(target_key)
             bindings = bind_call(fn, body)
         elif isinstance(expr, cst.Call):
-            factory = self.ix.resolve_fn(self.src, self.here, expr.func)
+            factory = self.ix.resolve_fn(self.src, self.here, expr.func) or self.object_method(
+                expr.func
+            )
             partial_of = partial_inner(self, expr)
             if factory is None and partial_of is not None:
                 # TPUEstimator passes params (and mode, unless bound) to the partial object.
@@ -170,7 +209,7 @@ class InputFns(BatchSources):
                 via_partial = True
                 bindings = bind_call(self.ix.fn(target_key), expr.with_changes(args=expr.args[1:]))
             elif factory is None:
-                site.problems.append("input_fn comes from a call that is not in this project")
+                site.problems.append(self.untraced_factory(expr))
                 return None
             else:
                 inner = returned_def(self.ix, factory)

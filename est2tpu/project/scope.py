@@ -268,6 +268,15 @@ class UseScope(Scoped):
             return before[-1] if before else None
         return None
 
+    def only_binding(self, table: Bindings[T], name: str) -> T | None:
+        """`lookup`, when the scope that binds `name` binds it once only."""
+        parts = self.here.split(".") if self.here else []
+        for i in range(len(parts), -1, -1):
+            bindings = table.get((".".join(parts[:i]), name))
+            if bindings:
+                return self.lookup(table, name) if len(bindings) == 1 else None
+        return None
+
     @contextlib.contextmanager
     def placed(self, scope: str, seq: int) -> Iterator[None]:
         """This collector set where a use it recorded was (its def path and binding order),

@@ -11,7 +11,7 @@ from est2tpu.cstutil import (
     target_names,
 )
 from est2tpu.index import node_code
-from est2tpu.names import canonical_tf
+from est2tpu.names import canonical_tf, in_estimator_only_module
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tf2 import FACADE_MODULE, drop_estimator_import, facade
 from est2tpu.rules._tf2001_input_fns import lambda_dataset, refusals, returns_dataset
@@ -112,6 +112,14 @@ class EstimatorFacade(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
+        # An import of an Estimator-only module goes once nothing uses what it binds: also
+        # one the file never used (current TensorFlow cannot import it; LibCST removes an
+        # import only when it is unused when the rule is done).
+        imports = self.state.imports
+        for name, target in imports.bindings.items():
+            form = imports.import_form(name) if in_estimator_only_module(target) else None
+            if form is not None:
+                schedule_removal(self.context, *form)
         for call, message in refusals(self, node):
             self.whole = True
             self.refuse(call, message)
