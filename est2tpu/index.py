@@ -233,6 +233,24 @@ class SourceModule:
 
 
 @dataclass
+class TrainOpLink:
+    """One def of a train-op chain of a TPU model_fn, as TPU004 rewrites it (the index's
+    `est2tpu.project.train_ops` finds the chains)."""
+
+    # the keyword-only flag it takes (or has taken already); None for a model_fn (it passes
+    # params["use_tpu"]) and for a def that only has findings
+    flag: str | None = None
+    # code of a callee it calls (`_optimize`, `self._build_train_op`) -> that link's flag
+    passes: dict[str, str] = field(default_factory=dict)
+    # local optimizers it hands to a def that applies them: wrapped here, under its flag
+    wraps: set[str] = field(default_factory=set)
+    # code of a call's callee (or of a `x.minimize` call's callee) -> the finding at it
+    unfollowed: dict[str, str] = field(default_factory=dict)
+    # code of every callee the index resolved to a project def (followed, so not a finding)
+    resolved: set[str] = field(default_factory=set)
+
+
+@dataclass
 class ProjectIndex:
     # model_fns to migrate: every Estimator built with them becomes a TPUEstimator
     model_fns: set[FnKey] = field(default_factory=set)
@@ -264,6 +282,10 @@ class ProjectIndex:
     # TPU007 makes each take `params` and pass them on: TPUEstimator calls no model_fn
     # without a params argument, and the model_fn's own code reads params["use_tpu"].
     model_fn_wrappers: dict[tuple[str, str, str], FnKey] = field(default_factory=dict)
+    # (tpu-estimator) the model_fns TPUEstimator runs and the defs, in any module, of the
+    # train-op chains they call: defs that build and apply a TF1 optimizer, or call one that
+    # does (TPU004 threads a `use_tpu` flag through them; see est2tpu.project.train_ops)
+    train_op_links: dict[FnKey, TrainOpLink] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

@@ -34,6 +34,7 @@ from est2tpu.project.calls import (
 )
 from est2tpu.project.facts import ProjectFacts, too_deep
 from est2tpu.project.scope import rebased, set_from_parameter
+from est2tpu.project.train_ops import link_train_ops
 from est2tpu.project.uses import UseCollector
 
 
@@ -257,6 +258,8 @@ class Indexer(ProjectFacts):
         for key, consumers in self.consumers.items():
             if key in self.index.input_fns:
                 self.index.input_fns[key].other_consumers = list(dict.fromkeys(consumers))
+        if not self.facade:  # TPU004 runs for TPUEstimator only
+            self.index.train_op_links = link_train_ops(self, self.index.model_fns)
         if self.follow_helpers:
             self.index.model_fn_helpers = (
                 self.helpers_of(
