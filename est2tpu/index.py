@@ -248,6 +248,8 @@ class TrainOpLink:
     unfollowed: dict[str, str] = field(default_factory=dict)
     # code of every callee the index resolved to a project def (followed, so not a finding)
     resolved: set[str] = field(default_factory=set)
+    # it applies an optimizer of its own (not only passes the flag on)
+    trains: bool = False
 
 
 @dataclass

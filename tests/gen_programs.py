@@ -149,6 +149,12 @@ MODEL_SHAPES = (
     # model_fn reached directly; its train op comes from a def of its module that builds the
     # TF1 optimizer and calls minimize itself (`train_op = make_train_op(loss)`)
     "train_op_helper",
+    # model_fn reached directly; its train op comes from a def that calls another def of its
+    # module, which builds the TF1 optimizer and minimizes (`make_train_op` -> `_optimize`)
+    "train_op_chain",
+    # model_fn reached directly; its train op comes from a method of an instance of a class
+    # of its module (`Optimization(0.05).train_op(loss)`), which builds and minimizes
+    "train_op_method",
 )
 BATCH_SOURCES = (
     "literal",  # 32
@@ -366,6 +372,29 @@ class Composition:
                 "        loss, global_step=tf.compat.v1.train.get_or_create_global_step()\n"
                 "    )\n\n\n"
             )
+        if self.model == "train_op_chain":
+            body[3:5] = ["    train_op = make_train_op(loss)"]
+            text += (
+                "def _optimize(loss, learning_rate):\n"
+                "    optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate)\n"
+                "    return optimizer.minimize(\n"
+                "        loss, global_step=tf.compat.v1.train.get_or_create_global_step()\n"
+                "    )\n\n\n"
+                "def make_train_op(loss):\n"
+                "    return _optimize(loss, 0.05)\n\n\n"
+            )
+        if self.model == "train_op_method":
+            body[3:5] = ["    train_op = Optimization(0.05).train_op(loss)"]
+            text += (
+                "class Optimization:\n"
+                "    def __init__(self, learning_rate):\n"
+                "        self.learning_rate = learning_rate\n\n"
+                "    def train_op(self, loss):\n"
+                "        optimizer = tf.compat.v1.train.AdamOptimizer(self.learning_rate)\n"
+                "        return optimizer.minimize(\n"
+                "            loss, global_step=tf.compat.v1.train.get_or_create_global_step()\n"
+                "        )\n\n\n"
+            )
         if self.model == "partial_of_pick":
             return (
                 text
@@ -431,6 +460,8 @@ class Composition:
             "direct": ([], f"{p}model_fn"),
             "summaries": ([], f"{p}model_fn"),
             "train_op_helper": ([], f"{p}model_fn"),
+            "train_op_chain": ([], f"{p}model_fn"),
+            "train_op_method": ([], f"{p}model_fn"),
             "alias": ([f"model_function = {p}model_fn"], "model_function"),
             "module_attr": ([f"chosen_fn = {p}model_fn"], "chosen_fn"),
             "conditional": (

@@ -65,7 +65,9 @@ def link_train_ops(ix: ProjectFacts, roots: set[FnKey]) -> dict[FnKey, TrainOpLi
     for key, found in defs.items():
         if key not in roots and key not in members and not found.unfollowed:
             continue
-        link = TrainOpLink(wraps=set(found.wraps), unfollowed=dict(found.unfollowed))
+        link = TrainOpLink(
+            wraps=set(found.wraps), unfollowed=dict(found.unfollowed), trains=found.own
+        )
         link.resolved = {code for code, _, _ in found.edges}
         if key in members and key not in roots:
             taken = set(assigned_names(found.fn))

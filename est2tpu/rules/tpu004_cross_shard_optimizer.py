@@ -16,7 +16,7 @@ from est2tpu.cstutil import (
     names_read,
     unique_name,
 )
-from est2tpu.index import TrainOpLink
+from est2tpu.index import TrainOpLink, node_code
 from est2tpu.names import canonical_tf, dotted, module_aliases
 from est2tpu.project.train_ops import OPTIMIZER_METHODS, whole_statement_values
 from est2tpu.rule import FileState, Rule
@@ -88,12 +88,27 @@ class CrossShardOptimizer(Rule):
         flag = link.flag
         if flag is None:
             return updated_node
+        refused = sum(1 for _, _, refusal in self._pending if refusal)
         found = self._targets(original_node, updated_node, link.wraps, link=True)
         targets: set[str] = set()
         if isinstance(found, tuple):
             updated_node, targets = found
         else:
             updated_node = found
+        if (
+            link.trains
+            and not targets
+            # no finding of `_targets` says why already
+            and sum(1 for _, _, refusal in self._pending if refusal) == refused
+            and "CrossShardOptimizer" not in node_code(original_node)
+        ):
+            self.refuse(
+                original_node,
+                "this function applies an optimizer est2tpu cannot tell is one it may wrap "
+                f"(not a TF1 optimizer built here): wrap it in "
+                f"tf.compat.v1.tpu.CrossShardOptimizer under `if {flag}:` (the flag the "
+                "model_fn now passes), or on TPU each core applies its own gradients",
+            )
         body = updated_node.body
         assert isinstance(body, cst.IndentedBlock)
         statements = list(body.body)
