@@ -125,6 +125,8 @@ def _summary(
                     "params['use_tpu'] is true (pass that down from the model_fn)"
                 )
             continue
+        if (src.imports.qualify(func) or "").startswith("tensorflow"):
+            continue  # TensorFlow's (most calls of a model_fn): no project def
         callee = _resolve(ix, src, key[1], func, locals_)
         if callee is not None and callee != key:
             found.edges.append((node_code(func), callee, call))

@@ -73,10 +73,8 @@ def pass_flags(
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
         def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+            # (also in a lambda: it reads the flag, or params, of the def around it)
             flag = link.passes.get(node_code(original_node.func))
             if flag is None or not _flaggable(updated_node, flag):
                 return updated_node
@@ -120,6 +118,7 @@ def refuse_unfollowed(rule: Rule, model_fn: cst.FunctionDef, link: TrainOpLink |
             or code in followed
             or (link is not None and code in link.unfollowed)  # its own finding says it
             or _mentions_use_tpu(source)
+            or _local_lambda(source.func, locals_)  # its calls are the model_fn's own
         ):
             continue
         called = dotted(source.func)
@@ -134,6 +133,13 @@ def refuse_unfollowed(rule: Rule, model_fn: cst.FunctionDef, link: TrainOpLink |
             "that in tf.compat.v1.tpu.CrossShardOptimizer when params['use_tpu'] is true (pass "
             "params['use_tpu'] to it), or on TPU each core applies its own gradients",
         )
+
+
+def _local_lambda(
+    func: cst.BaseExpression, locals_: dict[str, list[cst.BaseExpression | None]]
+) -> bool:
+    values = locals_.get(func.value, []) if isinstance(func, cst.Name) else []
+    return len(values) == 1 and isinstance(values[0], cst.Lambda)
 
 
 def _mentions_use_tpu(call: cst.Call) -> bool:

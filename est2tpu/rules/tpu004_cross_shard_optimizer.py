@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import libcst as cst
 
@@ -129,7 +129,7 @@ class CrossShardOptimizer(Rule):
         self,
         original_node: cst.FunctionDef,
         updated_node: cst.FunctionDef,
-        passed: set[str] = frozenset(),  # type: ignore[assignment]
+        passed: Collection[str] = (),
         *,
         link: bool = False,
     ) -> cst.FunctionDef | tuple[cst.FunctionDef, set[str]]:
@@ -149,7 +149,8 @@ class CrossShardOptimizer(Rule):
             self.record(original_node, "create_train_op -> an explicit optimizer")
             updated_node = expanded
             forced = forced | more
-        used = self._optimizer_receivers(updated_node) | passed
+        # (and optimizers it hands to a def that applies them: TrainOpLink.wraps)
+        used = self._optimizer_receivers(updated_node) | set(passed)
         splittable = whole_statement_values(original_node)
         for call in iter_calls(original_node):
             if (
