@@ -53,6 +53,27 @@ def refuse_links(rule: Rule, fn: cst.FunctionDef, link: TrainOpLink | None) -> N
             rule.refuse(call, message)
 
 
+def refuse_starred(rule: Rule, fn: cst.FunctionDef, link: TrainOpLink | None) -> None:
+    """A call of a link that passes `**kwargs`: the flag may be among them or clash with
+    them, so it is not added."""
+    if link is None:
+        return
+    for call in iter_calls(fn):
+        flag = link.passes.get(node_code(call.func))
+        if flag is not None and any(a.star == "**" for a in call.args) and not _passes(call, flag):
+            rule.refuse(
+                call,
+                f"`{node_code(call.func)}` builds the train op and wraps its optimizer in "
+                f"CrossShardOptimizer when its `{flag}` is true, and this call passes `**` "
+                f"arguments: pass `{flag}=params['use_tpu']` (or the flag of the function "
+                "around it) by hand, or on TPU each core applies its own gradients",
+            )
+
+
+def _passes(call: cst.Call, flag: str) -> bool:
+    return any(a.keyword is not None and a.keyword.value == flag for a in call.args)
+
+
 def flag_calls(fn: cst.FunctionDef, link: TrainOpLink | None) -> list[cst.Call]:
     """The def's calls of links of its chain that do not pass their flag yet."""
     if link is None or not link.passes:

@@ -25,6 +25,7 @@ from est2tpu.rules._tpu004_helpers import (
     flag_calls,
     pass_flags,
     refuse_links,
+    refuse_starred,
     refuse_unfollowed,
     refuse_unwrappable,
 )
@@ -84,6 +85,7 @@ class CrossShardOptimizer(Rule):
         optimizer is wrapped when the keyword-only flag (False by default) is true, and it
         passes the flag on to the chain's next defs; its callers in the chain pass it."""
         refuse_links(self, original_node, link)
+        refuse_starred(self, original_node, link)
         refuse_unwrappable(self, original_node)
         flag = link.flag
         if flag is None:
@@ -180,6 +182,7 @@ class CrossShardOptimizer(Rule):
     ) -> cst.FunctionDef:
         refuse_unwrappable(self, original_node)
         refuse_links(self, original_node, link)
+        refuse_starred(self, original_node, link)
         refuse_unfollowed(self, original_node, link)
         found = self._targets(original_node, updated_node, link.wraps if link else set())
         targets: set[str] = set()
