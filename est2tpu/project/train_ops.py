@@ -141,11 +141,19 @@ def _resolve(
     locals_: dict[str, list[cst.BaseExpression | None]],
 ) -> FnKey | None:
     """The project def a call in `scope` runs: a nested def, a function or method the index
-    resolves, or a module-level name bound once to one (`make = make_train_op`) or to a
+    resolves, a local bound once to one, or a module-level name bound once to one (`make = make_train_op`) or to a
     `functools.partial` of one (the flag passes through a partial as a keyword)."""
     if isinstance(func, cst.Name) and func.value in locals_:
         nested = f"{scope}.{func.value}"
-        return (src.path, nested) if nested in src.defs else None
+        if nested in src.defs:
+            return (src.path, nested)
+        values = locals_[func.value]
+        if len(values) == 1 and isinstance(values[0], (cst.Name, cst.Attribute)):
+            # `make = build_train_op` in the def: bound once, to what the name means there
+            value = values[0]
+            if not (isinstance(value, cst.Name) and value.value in locals_):
+                return ix.resolve_callable(src, scope, value)
+        return None
     key = ix.resolve_callable(src, scope, func)
     if key is not None or not isinstance(func, cst.Name):
         return key
