@@ -150,9 +150,9 @@ def _resolve(
         values = locals_[func.value]
         if len(values) == 1 and isinstance(values[0], (cst.Name, cst.Attribute)):
             # `make = build_train_op` in the def: bound once, to what the name means there
-            value = values[0]
-            if not (isinstance(value, cst.Name) and value.value in locals_):
-                return ix.resolve_callable(src, scope, value)
+            bound = values[0]
+            if not (isinstance(bound, cst.Name) and bound.value in locals_):
+                return ix.resolve_callable(src, scope, bound)
         return None
     key = ix.resolve_callable(src, scope, func)
     if key is not None or not isinstance(func, cst.Name):
@@ -169,7 +169,7 @@ def _resolve(
                 and isinstance(small.targets[0].target, cst.Name)
                 and small.targets[0].target.value == func.value
             ):
-                value = small.value
+                value: cst.BaseExpression = small.value
                 if (
                     isinstance(value, cst.Call)
                     and src.imports.qualify(value.func) == "functools.partial"
