@@ -233,6 +233,26 @@ class SourceModule:
 
 
 @dataclass
+class TrainOpLink:
+    """One def of a train-op chain of a TPU model_fn, as TPU004 rewrites it (the index's
+    `est2tpu.project.train_ops` finds the chains)."""
+
+    # the keyword-only flag it takes (or has taken already); None for a model_fn (it passes
+    # params["use_tpu"]) and for a def that only has findings
+    flag: str | None = None
+    # code of a callee it calls (`_optimize`, `self._build_train_op`) -> that link's flag
+    passes: dict[str, str] = field(default_factory=dict)
+    # local optimizers it hands to a def that applies them: wrapped here, under its flag
+    wraps: set[str] = field(default_factory=set)
+    # code of a call's callee (or of a `x.minimize` call's callee) -> the finding at it
+    unfollowed: dict[str, str] = field(default_factory=dict)
+    # code of every callee the index resolved to a project def (followed, so not a finding)
+    resolved: set[str] = field(default_factory=set)
+    # it applies an optimizer of its own (not only passes the flag on)
+    trains: bool = False
+
+
+@dataclass
 class ProjectIndex:
     # model_fns to migrate: every Estimator built with them becomes a TPUEstimator
     model_fns: set[FnKey] = field(default_factory=set)
@@ -268,6 +288,10 @@ class ProjectIndex:
     # (`tf.compat.v1.Session(...)`, `MonitoredTrainingSession(...)`), which needs eager
     # execution off: TF2007 keeps a `disable_eager_execution()` for them
     session_modules: list[str] = field(default_factory=list)
+    # (tpu-estimator) the model_fns TPUEstimator runs and the defs, in any module, of the
+    # train-op chains they call: defs that build and apply a TF1 optimizer, or call one that
+    # does (TPU004 threads a `use_tpu` flag through them; see est2tpu.project.train_ops)
+    train_op_links: dict[FnKey, TrainOpLink] = field(default_factory=dict)
 
 
 CallKey = tuple[str, str, str]  # (path, scope, "kind#n")

@@ -23,6 +23,10 @@ PREFILTER_TOKENS = (
     # a project helper that makes an input function's batches (`.batch(`, `padded_batch(`)
     # in a module of its own: TPU005 threads params["batch_size"] into it
     b"batch(",
+    # a project helper that applies an optimizer for a model_fn's train op, in a module of
+    # its own: TPU004 threads params["use_tpu"] into it (est2tpu.project.train_ops)
+    b"minimize(",
+    b"apply_gradients(",
 )
 
 

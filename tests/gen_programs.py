@@ -161,6 +161,15 @@ MODEL_SHAPES = (
     # model_fn reached directly; its train op comes from a def of its module that builds the
     # TF1 optimizer and calls minimize itself (`train_op = make_train_op(loss)`)
     "train_op_helper",
+    # model_fn reached directly; its train op comes from a def that calls another def of its
+    # module, which builds the TF1 optimizer and minimizes (`make_train_op` -> `_optimize`)
+    "train_op_chain",
+    # model_fn reached directly; its train op comes from a method of an instance of a class
+    # of its module (`Optimization(0.05).train_op(loss)`), which builds and minimizes
+    "train_op_method",
+    # model_fn reached directly (in the model module); its train op comes from a chain of defs
+    # in a module of their own (`optimization.make_train_op(loss)` -> `_optimize`)
+    "train_op_module",
 )
 BATCH_SOURCES = (
     "literal",  # 32
@@ -235,7 +244,10 @@ class Composition:
         """Why this combination is not a program (None: it is one)."""
         if self.batch in ("literal", "closure") and self.place == "other":
             return "a literal or a closure variable lives where it is used"
-        if self.model == "module_attr" and self.layout in ("one_module", "notebook"):
+        if self.model in ("module_attr", "train_op_module") and self.layout in (
+            "one_module",
+            "notebook",
+        ):
             return "a model module needs a layout with one"
         if self.holder != "local" and self.shape not in ("direct", "lambda"):
             return "a trainer class's input functions are its methods"
@@ -381,6 +393,35 @@ class Composition:
                 "        loss, global_step=tf.compat.v1.train.get_or_create_global_step()\n"
                 "    )\n\n\n"
             )
+        if self.model == "train_op_chain":
+            body[3:5] = ["    train_op = make_train_op(loss)"]
+            text += (
+                "def _optimize(loss, learning_rate):\n"
+                "    optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate)\n"
+                "    return optimizer.minimize(\n"
+                "        loss, global_step=tf.compat.v1.train.get_or_create_global_step()\n"
+                "    )\n\n\n"
+                "def make_train_op(loss):\n"
+                "    return _optimize(loss, 0.05)\n\n\n"
+            )
+        if self.model == "train_op_module":
+            body[3:5] = ["    train_op = optimization.make_train_op(loss)"]
+            text = text.replace(
+                "import tensorflow as tf\n",
+                f"import tensorflow as tf\n\n{self._pkg('optimization')}\n",
+            )
+        if self.model == "train_op_method":
+            body[3:5] = ["    train_op = Optimization(0.05).train_op(loss)"]
+            text += (
+                "class Optimization:\n"
+                "    def __init__(self, learning_rate):\n"
+                "        self.learning_rate = learning_rate\n\n"
+                "    def train_op(self, loss):\n"
+                "        optimizer = tf.compat.v1.train.AdamOptimizer(self.learning_rate)\n"
+                "        return optimizer.minimize(\n"
+                "            loss, global_step=tf.compat.v1.train.get_or_create_global_step()\n"
+                "        )\n\n\n"
+            )
         if self.model == "partial_of_pick":
             return (
                 text
@@ -446,6 +487,9 @@ class Composition:
             "direct": ([], f"{p}model_fn"),
             "summaries": ([], f"{p}model_fn"),
             "train_op_helper": ([], f"{p}model_fn"),
+            "train_op_chain": ([], f"{p}model_fn"),
+            "train_op_method": ([], f"{p}model_fn"),
+            "train_op_module": ([], f"{p}model_fn"),
             "alias": ([f"model_function = {p}model_fn"], "model_function"),
             "module_attr": ([f"chosen_fn = {p}model_fn"], "chosen_fn"),
             "conditional": (
@@ -813,6 +857,8 @@ class Composition:
             files[f"{pkg}inputs.py"] = self._inputs_module()
             imports.append(self._pkg("inputs"))
         model = self._model()
+        if self.model == "train_op_module":
+            files[f"{pkg}optimization.py"] = OPTIMIZATION_MODULE
         if self.layout in ("one_module", "notebook"):
             model_prefix = ""
             model_text = model.split("\n\n\n", 1)[1]
@@ -866,6 +912,24 @@ class Composition:
 
 
 TRAIN_ROWS = 256
+
+# The "train_op_module" shape's module of train-op helpers: a chain of two defs, the second
+# building the TF1 optimizer and minimizing (it names no Estimator: the byte pre-filter reads
+# it for its `minimize(`).
+OPTIMIZATION_MODULE = """\
+import tensorflow as tf
+
+
+def _optimize(loss, learning_rate):
+    optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate)
+    return optimizer.minimize(
+        loss, global_step=tf.compat.v1.train.get_or_create_global_step()
+    )
+
+
+def make_train_op(loss):
+    return _optimize(loss, 0.05)
+"""
 
 
 def _notebook(cells: list[str]) -> str:

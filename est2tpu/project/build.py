@@ -34,6 +34,7 @@ from est2tpu.project.calls import (
 )
 from est2tpu.project.facts import ProjectFacts, too_deep
 from est2tpu.project.scope import rebased, set_from_parameter
+from est2tpu.project.train_ops import link_train_ops
 from est2tpu.project.uses import UseCollector
 from est2tpu.tfapi import TF1_SESSIONS
 
@@ -264,6 +265,8 @@ class Indexer(ProjectFacts):
                 for src in self.modules.values()
                 if src.imports.calls(src.text, *TF1_SESSIONS)
             ]
+        if not self.facade:  # TPU004 runs for TPUEstimator only
+            self.index.train_op_links = link_train_ops(self, self.index.model_fns)
         if self.follow_helpers:
             self.index.model_fn_helpers = (
                 self.helpers_of(

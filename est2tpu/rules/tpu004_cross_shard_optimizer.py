@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import libcst as cst
 
@@ -15,16 +15,19 @@ from est2tpu.cstutil import (
     iter_calls,
     names_read,
     unique_name,
-    walk,
 )
+from est2tpu.index import TrainOpLink, node_code
 from est2tpu.names import canonical_tf, dotted, module_aliases
+from est2tpu.project.train_ops import OPTIMIZER_METHODS, whole_statement_values
 from est2tpu.rule import FileState, Rule
 from est2tpu.rules._tpu004_helpers import (
-    OPTIMIZER_METHODS,
-    TrainOpHelpers,
     add_flag_param,
-    builds_an_optimizer,
+    flag_calls,
+    pass_flags,
+    refuse_links,
+    refuse_starred,
     refuse_unfollowed,
+    refuse_unwrappable,
 )
 from est2tpu.rules._tpu004_train_ops import (
     api_name,
@@ -37,7 +40,9 @@ from est2tpu.rules._tpu004_train_ops import (
 class CrossShardOptimizer(Rule):
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        return cls.file_has_model_fn(state)
+        return cls.file_has_model_fn(state) or any(
+            path == state.path for path, _ in state.index.train_op_links
+        )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -50,16 +55,6 @@ class CrossShardOptimizer(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.aliases = module_aliases(node, self.state.imports)
-        self.helpers = TrainOpHelpers(node, self.state.path, self.state.index.model_fns)
-        for name, fn in self.helpers.candidates().items():
-            flag = self.helpers.flags.get(name)
-            if flag is not None:
-                continue  # migrated already: its call sites only need the flag
-            flag = unique_name("use_tpu", set(assigned_names(fn)))
-            migrated = self._migrate_helper(fn, flag)
-            if migrated is not fn:
-                self.helpers.flags[name] = flag
-                self.helpers.migrated[id(fn)] = migrated
 
     def tf_name(self, node: cst.BaseExpression) -> str | None:
         """TensorFlow's canonical name, also through a module-level alias of a TensorFlow
@@ -73,47 +68,72 @@ class CrossShardOptimizer(Rule):
             return None
         return canonical_tf(f"{target}.{rest}" if rest else target)
 
-    def _migrate_helper(self, fn: cst.FunctionDef, flag: str) -> cst.FunctionDef:
-        """A module-level def that a model_fn calls and that builds and uses a TF1
-        optimizer itself (`return optimizer.minimize(loss)`): the optimizer is wrapped when
-        the keyword-only `flag` (False by default) is true, which the model_fns pass."""
-        if not builds_an_optimizer(self, fn):
-            return fn
-        migrated = self._wrap_optimizers(fn, fn, cst.Name(flag))
-        if migrated is fn:
-            return fn
-        self.record(fn, f"optimizer wrapped in CrossShardOptimizer when `{flag}` is passed")
-        return add_flag_param(migrated, flag)
-
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
-        migrated = self.helpers.migrated.get(id(original_node))
-        if migrated is not None:
-            return migrated
-        if not self.in_model_fn():
+        link = self.state.index.train_op_links.get((self.state.path, self.here))
+        if self.in_model_fn():
+            return self._migrate_model_fn(original_node, updated_node, link)
+        if link is None:
             return updated_node
-        return self._migrate_model_fn(original_node, updated_node)
+        return self._migrate_link(original_node, updated_node, link)
 
-    def _wrap_optimizers(
+    def _migrate_link(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef, link: TrainOpLink
+    ) -> cst.FunctionDef:
+        """A def of a TPU model_fn's train-op chain (the index's `train_op_links`): its own
+        optimizer is wrapped when the keyword-only flag (False by default) is true, and it
+        passes the flag on to the chain's next defs; its callers in the chain pass it."""
+        refuse_links(self, original_node, link)
+        refuse_starred(self, original_node, link)
+        refuse_unwrappable(self, original_node)
+        flag = link.flag
+        if flag is None:
+            return updated_node
+        refused = sum(1 for _, _, refusal in self._pending if refusal)
+        found = self._targets(original_node, updated_node, link.wraps, link=True)
+        targets: set[str] = set()
+        if isinstance(found, tuple):
+            updated_node, targets = found
+        else:
+            updated_node = found
+        if (
+            link.trains
+            and not targets
+            # no finding of `_targets` says why already
+            and sum(1 for _, _, refusal in self._pending if refusal) == refused
+            and "CrossShardOptimizer" not in node_code(original_node)
+        ):
+            self.refuse(
+                original_node,
+                "this function applies an optimizer est2tpu cannot tell is one it may wrap "
+                f"(not a TF1 optimizer built here): wrap it in "
+                f"tf.compat.v1.tpu.CrossShardOptimizer under `if {flag}:` (the flag the "
+                "model_fn now passes), or on TPU each core applies its own gradients",
+            )
+        body = updated_node.body
+        assert isinstance(body, cst.IndentedBlock)
+        statements = list(body.body)
+        if flag_calls(original_node, link):
+            statements = pass_flags(statements, link, cst.Name(flag))
+            self.record(original_node, f"`{flag}` passed on to the train op's helpers")
+        statements = self._insert(statements, targets, cst.Name(flag))
+        if targets:
+            self.record(
+                original_node, f"optimizer wrapped in CrossShardOptimizer when `{flag}` is passed"
+            )
+        updated_node = updated_node.with_changes(body=body.with_changes(body=statements))
+        if flag not in {p.name.value for p in updated_node.params.kwonly_params}:
+            updated_node = add_flag_param(updated_node, flag)
+        return updated_node
+
+    def _targets(
         self,
         original_node: cst.FunctionDef,
         updated_node: cst.FunctionDef,
-        test: cst.BaseExpression,
-    ) -> cst.FunctionDef:
-        """A helper's optimizers wrapped under `test` (the same steps as a model_fn's)."""
-        found = self._targets(original_node, updated_node)
-        if isinstance(found, cst.FunctionDef):
-            return found
-        updated_node, targets = found
-        body = updated_node.body
-        assert isinstance(body, cst.IndentedBlock)
-        return updated_node.with_changes(
-            body=body.with_changes(body=self._insert(list(body.body), targets, test))
-        )
-
-    def _targets(
-        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+        passed: Collection[str] = (),
+        *,
+        link: bool = False,
     ) -> cst.FunctionDef | tuple[cst.FunctionDef, set[str]]:
         """The def with its train-op builders expanded and the optimizers to wrap in it;
         the def alone when there are none."""
@@ -131,8 +151,9 @@ class CrossShardOptimizer(Rule):
             self.record(original_node, "create_train_op -> an explicit optimizer")
             updated_node = expanded
             forced = forced | more
-        used = self._optimizer_receivers(updated_node)
-        splittable = _whole_statement_values(original_node)
+        # (and optimizers it hands to a def that applies them: TrainOpLink.wraps)
+        used = self._optimizer_receivers(updated_node) | set(passed)
+        splittable = whole_statement_values(original_node)
         for call in iter_calls(original_node):
             if (
                 isinstance(call.func, cst.Attribute)
@@ -140,6 +161,7 @@ class CrossShardOptimizer(Rule):
                 and isinstance(call.func.value, cst.Call)
                 and self._is_tf1_optimizer(call.func.value)
                 and id(call) not in splittable
+                and not link  # the index's finding (TrainOpLink.unfollowed) says it
             ):
                 self.refuse(
                     call,
@@ -153,17 +175,22 @@ class CrossShardOptimizer(Rule):
         return updated_node, targets
 
     def _migrate_model_fn(
-        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+        self,
+        original_node: cst.FunctionDef,
+        updated_node: cst.FunctionDef,
+        link: TrainOpLink | None,
     ) -> cst.FunctionDef:
-        self.helpers.refuse_unwrappable(self, original_node)
-        refuse_unfollowed(self, original_node, self.state.imports.bindings)
-        found = self._targets(original_node, updated_node)
+        refuse_unwrappable(self, original_node)
+        refuse_links(self, original_node, link)
+        refuse_starred(self, original_node, link)
+        refuse_unfollowed(self, original_node, link)
+        found = self._targets(original_node, updated_node, link.wraps if link else set())
         targets: set[str] = set()
         if isinstance(found, tuple):
             updated_node, targets = found
         else:
             updated_node = found
-        calls = self.helpers.calls_to_flag(original_node)
+        calls = flag_calls(original_node, link)
         if not targets and not calls:
             return updated_node
         locals_ = assigned_names(updated_node)
@@ -191,8 +218,8 @@ class CrossShardOptimizer(Rule):
             at = 1 if statements and _is_docstring(statements[0]) else 0
             statements.insert(at, read)
             test = cst.Name(flag)
-        if calls:
-            statements = self.helpers.pass_flag(statements, original_node, test)
+        if calls and link is not None:
+            statements = pass_flags(statements, link, test)
             self.record(original_node, "train-op helper told params['use_tpu']")
         new_body = body.with_changes(body=self._insert(statements, targets, test))
         if targets:
@@ -412,22 +439,6 @@ def _params_read_by_attribute(fn: cst.FunctionDef) -> bool:
 
 
 _CROSS_SHARD = frozenset({"tpu.CrossShardOptimizer", "contrib.tpu.CrossShardOptimizer"})
-
-
-def _whole_statement_values(fn: cst.FunctionDef) -> set[int]:
-    """ids of the values of `name = value` statements alone on their line (splittable)."""
-    found: set[int] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-            if len(node.body) == 1 and isinstance(node.body[0], cst.Assign):
-                found.add(id(node.body[0].value))
-
-    walk(fn, V())
-    return found
 
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:

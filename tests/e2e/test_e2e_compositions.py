@@ -38,6 +38,12 @@ LATER = (
     "method-flags-other-direct-model_task-trainer_given_model",
     "method-constant-same-lambda-notebook-trainer_given_model",
     "direct-args_params-same-direct-one_module-trainer_class",
+    # the train op from a chain of defs of the model module (make_train_op -> _optimize),
+    # from a method of an instance of a class there, and from a chain in a module of its own,
+    # TPU004's use_tpu flag threaded through
+    "train_op_chain-flags-other-direct-package",
+    "train_op_method-constant-same-lambda-model_task",
+    "train_op_module-hparams-other-factory_other-model_task",
 )
 # Of the first 40, three train as their iterator twins (gen_programs.TWINS: input functions
 # that return a one-shot iterator's tensors, and a model_fn that writes summaries and decays
