@@ -1,6 +1,5 @@
-"""What the tf2 rules (TF2001-TF2006) share: the facade module, which defs run as a
-model_fn, and the table of TF1 APIs the facade has exact equivalents for; and what tells a
-file written for TF 1.x (`written_for_tf1`), which TPU015 asks too. Not a rule (the
+"""What the tf2 rules (TF2001-TF2005) share: the facade module, which defs run as a
+model_fn, and the table of TF1 APIs the facade has exact equivalents for. Not a rule (the
 registry skips `_`-prefixed modules)."""
 
 from __future__ import annotations
@@ -282,24 +281,16 @@ def written_for_tf1(state: FileState) -> bool:
     with an AttributeError, so where it ran, plain `tf.losses` and `tf.metrics` were TF1's,
     the names Keras has too (KERAS_TOO) included. Read from the text before any rule ran,
     so every pass of a run gets the same answer."""
-    return bool(tf1_bindings(state))
-
-
-def tf1_bindings(state: FileState) -> frozenset[str]:
-    """The names bound to the plain `tensorflow` package through which the file's code
-    (not its comments and strings) spells a name TF 2.x's `tf` lacks (`written_for_tf1`)."""
     plain = [name for name, target in state.imports.bindings.items() if target == "tensorflow"]
+    if not plain:
+        return False
     text = state.original
-    found: set[str] = set()
-    for tf in plain:
-        spellings = [f"{tf}.{name}" for name in PLAIN_TF1_MODULES | PLAIN_TF1_NAMES]
-        if not may_spell(text, spellings):
-            continue
-        # whole names only: `tf.metrics.mean` is TF1-only, `tf.metrics.mean_squared_error` not
-        whole = re.compile(rf"(?<![\w.])(?:{'|'.join(map(re.escape, spellings))})(?!\w)")
-        if whole.search(code_only(text)) is not None:
-            found.add(tf)
-    return frozenset(found)
+    spellings = [f"{tf}.{name}" for tf in plain for name in PLAIN_TF1_MODULES | PLAIN_TF1_NAMES]
+    if not may_spell(text, spellings):
+        return False
+    # whole names only: `tf.metrics.mean` is TF1-only, `tf.metrics.mean_squared_error` not
+    whole = re.compile(rf"(?<![\w.])(?:{'|'.join(map(re.escape, spellings))})(?!\w)")
+    return whole.search(code_only(text)) is not None
 
 
 # TF1's loss-collection functions' parameters, in order (TF 1.15's losses/util.py).
