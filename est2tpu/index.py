@@ -284,10 +284,6 @@ class ProjectIndex:
     # TPU007 makes each take `params` and pass them on: TPUEstimator calls no model_fn
     # without a params argument, and the model_fn's own code reads params["use_tpu"].
     model_fn_wrappers: dict[tuple[str, str, str], FnKey] = field(default_factory=dict)
-    # (tf2 target) the project's modules that run TF1 graph code in a session of their own
-    # (`tf.compat.v1.Session(...)`, `MonitoredTrainingSession(...)`), which needs eager
-    # execution off: TF2007 keeps a `disable_eager_execution()` for them
-    session_modules: list[str] = field(default_factory=list)
     # (tpu-estimator) the model_fns TPUEstimator runs and the defs, in any module, of the
     # train-op chains they call: defs that build and apply a TF1 optimizer, or call one that
     # does (TPU004 threads a `use_tpu` flag through them; see est2tpu.project.train_ops)

@@ -36,7 +36,6 @@ from est2tpu.project.facts import ProjectFacts, too_deep
 from est2tpu.project.scope import rebased, set_from_parameter
 from est2tpu.project.train_ops import link_train_ops
 from est2tpu.project.uses import UseCollector
-from est2tpu.tfapi import TF1_SESSIONS
 
 
 class Indexer(ProjectFacts):
@@ -259,12 +258,6 @@ class Indexer(ProjectFacts):
         for key, consumers in self.consumers.items():
             if key in self.index.input_fns:
                 self.index.input_fns[key].other_consumers = list(dict.fromkeys(consumers))
-        if self.facade:
-            self.index.session_modules = [
-                src.path
-                for src in self.modules.values()
-                if src.imports.calls(src.text, *TF1_SESSIONS)
-            ]
         if not self.facade:  # TPU004 runs for TPUEstimator only
             self.index.train_op_links = link_train_ops(self, self.index.model_fns)
         if self.follow_helpers:

@@ -10,8 +10,8 @@ tf.disable_v2_behavior()`), so every such program would crash on the tf2 target.
 `disable_v2_tensorshape()`: of what it turned off, that is the one the program's own code
 can see under the facade (`shape[1].value`, `Dimension`); resource variables, v2 control
 flow and tensor equality are what TensorFlow runs in the facade's `tf.function` anyway.
-A project that runs TF1 graph code in a session of its own needs eager execution off: the
-call is left as it is, with a finding.
+A file that runs TF1 graph code in a session of its own needs eager execution off: there
+the call is left as it is, with a finding.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import libcst as cst
 
 from est2tpu.cstpatch import schedule_import, schedule_removal
 from est2tpu.rule import FileState, Rule
-from est2tpu.tfapi import EAGER_OFF, V2_OFF
+from est2tpu.tfapi import EAGER_OFF, TF1_SESSIONS, V2_OFF
 
 TENSORSHAPE_OFF = "disable_v2_tensorshape"
 SESSION_NEEDS_GRAPH = (
@@ -56,9 +56,8 @@ class GraphModeSwitch(Rule):
                 kept.append(new)
                 continue
             assert isinstance(old, cst.Expr) and isinstance(old.value, cst.Call)
-            sessions = self.state.index.session_modules
-            if sessions:
-                self.refuse(old, SESSION_NEEDS_GRAPH.format(call=name, path=sessions[0]))
+            if self.state.imports.calls(self.state.original, *TF1_SESSIONS):
+                self.refuse(old, SESSION_NEEDS_GRAPH.format(call=name, path=self.state.path))
                 kept.append(new)
                 continue
             changed = True

@@ -423,6 +423,21 @@ def train_op_program(train_op: str, hidden_extra: str = "") -> str:
     return text.replace("HIDDEN_EXTRA\n", hidden_extra)
 
 
+def run_texts(runs: dict[str, tuple[str, str]], tmp: Path) -> dict[str, dict[str, Any]]:
+    """Run one-file programs side by side: name -> (its text, the interpreter). Each is
+    written as ``train.py`` of a project under ``tmp/<name>`` and run (``run_project``);
+    the metrics of each run, by name."""
+    metrics: dict[str, dict[str, Any]] = {}
+    for name, (text, python) in runs.items():
+        project = tmp / name / "project"
+        project.mkdir(parents=True)
+        (project / "train.py").write_text(text)
+        metrics[name] = run_project(
+            project, ("train.py",), tmp / name / "run", python=python
+        ).metrics
+    return metrics
+
+
 def run_program(
     python: str, program: Path, work: Path, timeout: float = 500
 ) -> tuple[dict[str, Any], str]:

@@ -109,17 +109,10 @@ def test_tf1_training_script_runs_and_trains_like_tf1(
         None,
         migrated,
     )
-    runs = {}
-    for name, text, python in (
-        ("original", original, harness.tf_python()),
-        ("migrated", migrated, tfcur),
-    ):
-        project = tmp_path / name / "project"
-        project.mkdir(parents=True)
-        (project / "train.py").write_text(text)
-        runs[name] = harness.run_project(
-            project, ("train.py",), tmp_path / name / "run", python=python
-        ).metrics
+    runs = harness.run_texts(
+        {"original": (original, harness.tf_python()), "migrated": (migrated, tfcur)},
+        tmp_path,
+    )
     assert runs["original"]["global_step"] == runs["migrated"]["global_step"] == 40
     for key in ("loss", "mae"):
         assert runs["migrated"][key] == pytest.approx(runs["original"][key], rel=1e-6), key

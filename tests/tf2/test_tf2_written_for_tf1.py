@@ -52,16 +52,9 @@ def test_plain_tf1_model_fn_trains_like_tf1(
         None,
         migrated,
     )
-    runs = {}
-    for name, text, python in (
-        ("original", original, harness.tf_python()),
-        ("migrated", migrated, tfcur),
-    ):
-        project = tmp_path / name / "project"
-        project.mkdir(parents=True)
-        (project / "train.py").write_text(text)
-        runs[name] = harness.run_project(
-            project, ("train.py",), tmp_path / name / "run", python=python
-        ).metrics
+    runs = harness.run_texts(
+        {"original": (original, harness.tf_python()), "migrated": (migrated, tfcur)},
+        tmp_path,
+    )
     assert runs["original"]["global_step"] == runs["migrated"]["global_step"] == 60
     assert runs["migrated"]["loss"] == pytest.approx(runs["original"]["loss"], rel=1e-5)
