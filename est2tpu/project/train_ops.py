@@ -23,6 +23,7 @@ from est2tpu.index import FnKey, SourceModule, TrainOpLink, node_code, param_nam
 from est2tpu.names import dotted
 from est2tpu.project.calls import bind_call
 from est2tpu.project.facts import ProjectFacts
+from est2tpu.project.scope import TopLevel
 
 OPTIMIZER_METHODS = frozenset({"minimize", "compute_gradients", "apply_gradients"})
 BUILDERS = ("optimize_loss", "create_train_op")
@@ -157,30 +158,18 @@ def _resolve(
     key = ix.resolve_callable(src, scope, func)
     if key is not None or not isinstance(func, cst.Name):
         return key
-    if src.module_assigns.get(func.value) != 1:
-        return None
-    for stmt in src.module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and small.targets[0].target.value == func.value
-            ):
-                value: cst.BaseExpression = small.value
-                if (
-                    isinstance(value, cst.Call)
-                    and src.imports.qualify(value.func) == "functools.partial"
-                    and value.args
-                    and value.args[0].keyword is None
-                    and not value.args[0].star
-                    and all(a.keyword is None or a.keyword.value != FLAG for a in value.args)
-                ):
-                    value = value.args[0].value
-                if isinstance(value, (cst.Name, cst.Attribute)):
-                    return ix.resolve_callable(src, "", value)
+    value = TopLevel(ix, src).bound(func.value)
+    if (
+        isinstance(value, cst.Call)
+        and src.imports.qualify(value.func) == "functools.partial"
+        and value.args
+        and value.args[0].keyword is None
+        and not value.args[0].star
+        and all(a.keyword is None or a.keyword.value != FLAG for a in value.args)
+    ):
+        value = value.args[0].value
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return ix.resolve_callable(src, "", value)
     return None
 
 

@@ -274,6 +274,12 @@ PLAIN_TF1_NAMES = PLAIN_TF1_ONLY | {
 }
 
 
+def plain_tensorflow(state: FileState) -> list[str]:
+    """The names the file binds to the plain `tensorflow` package (`import tensorflow as tf`),
+    through which TF 1.x code spells the names TF 2.x's `tf` lacks."""
+    return [name for name, target in state.imports.bindings.items() if target == "tensorflow"]
+
+
 def written_for_tf1(state: FileState) -> bool:
     """Was this file written for TF 1.x? True when its code spells, through a plain
     `import tensorflow` binding, a name TF 2.x's `tf` lacks (`tf.layers`, `tf.logging`,
@@ -281,7 +287,7 @@ def written_for_tf1(state: FileState) -> bool:
     with an AttributeError, so where it ran, plain `tf.losses` and `tf.metrics` were TF1's,
     the names Keras has too (KERAS_TOO) included. Read from the text before any rule ran,
     so every pass of a run gets the same answer."""
-    plain = [name for name, target in state.imports.bindings.items() if target == "tensorflow"]
+    plain = plain_tensorflow(state)
     if not plain:
         return False
     text = state.original

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from est2tpu.names import spelled_in_code
+from est2tpu.names import dotted, spelled_in_code
 from est2tpu.rule import FileState, Rule
+from est2tpu.rules._tf2 import plain_tensorflow
 
 # TF 1.x's modules TF 2.x's `tf` lacks and `tf.compat.v1` keeps as they were.
 MODULES = ("logging", "app", "flags", "gfile")
@@ -18,11 +19,9 @@ class Tf1ModulesCompatV1(Rule):
 
     @classmethod
     def applies(cls, state: FileState) -> bool:
-        bindings = state.imports.bindings
-        if any(target in PLAIN for target in bindings.values()):
+        if any(target in PLAIN for target in state.imports.bindings.values()):
             return True
-        plain = [name for name, target in bindings.items() if target == "tensorflow"]
-        spellings = [f"{tf}.{module}" for tf in plain for module in MODULES]
+        spellings = [f"{tf}.{module}" for tf in plain_tensorflow(state) for module in MODULES]
         return bool(spellings) and spelled_in_code(state.original, spellings, ".")
 
     def wanted(self, node: cst.CSTNode) -> bool:
@@ -34,9 +33,9 @@ class Tf1ModulesCompatV1(Rule):
         """The names a `from tensorflow import ...` imports, when one is one of MODULES."""
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return None
-        if cst.Module([]).code_for_node(node.module) != "tensorflow":
+        if dotted(node.module) != "tensorflow":
             return None
-        names = [cst.Module([]).code_for_node(alias.name) for alias in node.names]
+        names = [dotted(alias.name) or "" for alias in node.names]
         return names if any(name in MODULES for name in names) else None
 
     def leave_Attribute(

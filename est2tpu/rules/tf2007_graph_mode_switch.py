@@ -32,6 +32,8 @@ SESSION_NEEDS_GRAPH = (
 
 
 class GraphModeSwitch(Rule):
+    _sessions: bool | None = None  # see `_runs_session`
+
     @classmethod
     def applies(cls, state: FileState) -> bool:
         return bool(state.index.ctors) and state.imports.calls(state.original, EAGER_OFF, V2_OFF)
@@ -56,7 +58,7 @@ class GraphModeSwitch(Rule):
                 kept.append(new)
                 continue
             assert isinstance(old, cst.Expr) and isinstance(old.value, cst.Call)
-            if self.state.imports.calls(self.state.original, *TF1_SESSIONS):
+            if self._runs_session():
                 self.refuse(old, SESSION_NEEDS_GRAPH.format(call=name, path=self.state.path))
                 kept.append(new)
                 continue
@@ -74,6 +76,12 @@ class GraphModeSwitch(Rule):
             return cst.RemoveFromParent()
         kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
         return updated_node.with_changes(body=kept)
+
+    def _runs_session(self) -> bool:
+        """Does this file construct a TF1 session (asked once per pass, at its first switch)?"""
+        if self._sessions is None:
+            self._sessions = self.state.imports.calls(self.state.original, *TF1_SESSIONS)
+        return self._sessions
 
     def _shapes_off(self, call: cst.Call) -> cst.BaseExpression:
         """`disable_v2_tensorshape` from the module the call took `disable_v2_behavior`
